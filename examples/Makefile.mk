@@ -1,0 +1,13 @@
+# examples/: benchmarks, each with its kernel (pthread) baseline in the same binary.
+EX_CFLAGS = $(AM_CFLAGS)
+EX_LDADD = libweft.la -lpthread -lm
+
+noinst_PROGRAMS += examples/weft-micro
+examples_weft_micro_SOURCES = examples/weft-micro.c examples/bench.h
+examples_weft_micro_CFLAGS = $(EX_CFLAGS)
+examples_weft_micro_LDADD = $(EX_LDADD)
+
+dist_noinst_SCRIPTS += examples/run-seeds.sh
+
+include examples/seeds.mk
+include examples/io.mk

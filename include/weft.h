@@ -1,0 +1,77 @@
+/*
+ * weft.h - umbrella header of the weft M:N threading runtime.
+ *
+ * weft runs many light threads on a few worker OS threads (one per CPU by
+ * default). Include this header and link with `pkg-config --libs weft`.
+ *
+ * What each primitive blocks (Go HACKING style):
+ *
+ *   call                          | from a weft thread          | from an OS thread
+ *   ------------------------------+-----------------------------+-------------------------
+ *   weft_join, weft_park*         | the weft thread (parks);    | the OS thread (futex)
+ *                                 | its worker runs others      | (weft_park: EPERM)
+ *   weft_sleep_*                  | the weft thread (timer)     | the OS thread (nanosleep)
+ *   weft_yield                    | nothing (requeues itself)   | sched_yield()
+ *   weft_spawn, weft_unpark       | never blocks                | never blocks
+ *   a plain blocking syscall      | the whole worker (use       | the OS thread
+ *                                 | weft/io.h instead)          |
+ *
+ * Configuration: weft_init() with a weft_config_t, or the environment:
+ *   WEFT_WORKERS=N     worker count (default: CPUs in the process affinity mask)
+ *   WEFT_PIN=0|1       pin worker i to the i-th CPU of the affinity mask
+ *   WEFT_STACK_SIZE=N  default stack size in bytes (suffix k/m allowed)
+ *   WEFT_FEATURES=...  comma-separated feature switches, NO_ prefix disables
+ *                      (MAILBOX, STEAL, NEXT_SLOT, ...; see runtime/features.def)
+ *   WEFT_STATS=1       print the scheduler counters at exit
+ * Environment variables override weft_config_t fields.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <weft/common.h>
+#include <weft/version.h>
+#include <weft/thread.h>
+#include <weft/stats.h>
+
+WEFT_EXTERN_C_BEGIN
+
+/* Smallest stack a thread may ask for. */
+#define WEFT_STACK_MIN (16 * 1024)
+/* Default stack size (WEFT_STACK_SIZE overrides). */
+#define WEFT_STACK_DEFAULT (256 * 1024)
+/* Most workers a runtime can have. */
+#define WEFT_WORKERS_MAX 256
+
+typedef struct weft_config {
+	int workers;          /* 0 = CPUs in the affinity mask */
+	size_t stack_size;    /* 0 = WEFT_STACK_DEFAULT */
+	int pin;              /* 1 = pin each worker to one CPU; 0 = don't (default) */
+	const char *features; /* like WEFT_FEATURES; NULL = defaults */
+	void *reserved[8];    /* must be zero */
+} weft_config_t;
+
+#define WEFT_CONFIG_INITIALIZER { 0, 0, 0, NULL, { 0 } }
+
+/* Start the runtime: create the workers. cfg may be NULL for defaults.
+ * Returns 0, EBUSY (already running), EINVAL (bad config or unknown
+ * WEFT_FEATURES name; a message goes to stderr), EAGAIN (no memory or threads).
+ * Context: OS thread. */
+WEFT_API int weft_init(const weft_config_t *cfg);
+
+/* Wait until every light thread has finished, stop the workers and release
+ * everything, so that weft_init() can start a fresh runtime. Detached threads
+ * still running are waited for. Returns 0, EPERM (called from a weft thread),
+ * or EINVAL (not running). Context: OS thread. */
+WEFT_API int weft_shutdown(void);
+
+/* Number of workers of the running runtime, or 0 if it is not running.
+ * Context: any. */
+WEFT_API int weft_workers(void);
+
+/* 1 if the named feature switch (e.g. "MAILBOX") is on, 0 if off, -1 if the
+ * name is unknown. Context: any. */
+WEFT_API int weft_feature(const char *name);
+
+WEFT_EXTERN_C_END
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * weft/stats.h - per-worker scheduler counters, summed on read.
+ */
+#ifndef WEFT_STATS_H
+#define WEFT_STATS_H
+
+#include <stdio.h>
+#include <weft/common.h>
+
+WEFT_EXTERN_C_BEGIN
+
+/* One field per counter; the list lives in runtime/stats.def. */
+typedef struct weft_stats {
+	uint64_t switches;        /* light-thread context switches */
+	uint64_t migrations;      /* a thread resumed on another worker than last time */
+	uint64_t steals;          /* threads taken from another worker's runqueue */
+	uint64_t steal_attempts;  /* steal tries (successful or not) */
+	uint64_t wakes_local;     /* wakeups of a thread onto the waker's own worker */
+	uint64_t wakes_remote;    /* wakeups pushed into another worker's mailbox */
+	uint64_t wakes_locked;    /* remote wakeups that locked the target (NO_MAILBOX) */
+	uint64_t kicks;           /* syscalls made to wake a parked worker */
+	uint64_t parks;           /* times a worker slept in the kernel */
+	uint64_t thread_parks;    /* times a light thread parked */
+	uint64_t spawns;          /* threads created */
+	uint64_t exits;           /* threads finished */
+	uint64_t yields;          /* weft_yield calls */
+	uint64_t timers_fired;    /* expired deadlines (sleeps, timed parks) */
+	uint64_t next_slot;       /* picks from the next slot */
+	uint64_t mutex_spins;     /* mutex spin phases started */
+	uint64_t mutex_spin_wins; /* spin phases that got the lock */
+	uint64_t mutex_spin_aborts; /* spin phases given up (owner off cpu, need_resched, budget) */
+	uint64_t mutex_parks;     /* mutex waiters that parked */
+	uint64_t mutex_handoffs;  /* unlocks that handed the lock to a starving waiter */
+	uint64_t wakeq_flushes;   /* wake-queue flushes */
+	uint64_t wakeq_batches;   /* per-worker batches spliced by those flushes */
+	uint64_t io_sqes;         /* io_uring submissions */
+	uint64_t io_enters;       /* io_uring_enter calls */
+	uint64_t io_cqes;         /* io_uring completions */
+	uint64_t offloads;        /* blocking calls run on the offload pool */
+	uint64_t reserved[16];
+} weft_stats_t;
+
+/* Sum every worker's counters into *s. Returns 0, or EINVAL if s is NULL.
+ * Counters keep their values after weft_shutdown() until the next weft_init().
+ * Context: any. */
+WEFT_API int weft_stats_get(weft_stats_t *s);
+
+/* Print the counters as a perf-stat-like table to f (stderr if NULL).
+ * Returns 0. Context: any. */
+WEFT_API int weft_stats_print(FILE *f);
+
+WEFT_EXTERN_C_END
+
+#endif

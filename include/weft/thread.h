@@ -1,0 +1,137 @@
+/*
+ * weft/thread.h - light threads: spawn, join, detach, exit, yield, park/unpark,
+ * sleeping, thread attributes and thread-specific keys.
+ *
+ * Contexts (who may call a function):
+ *   "weft thread"  - code running in a light thread spawned with weft_spawn();
+ *   "OS thread"    - any plain pthread, including main(), that is not a weft thread;
+ *   "any"          - both.
+ * Every call returns 0 or a positive errno value (pthread style) unless stated.
+ */
+#ifndef WEFT_THREAD_H
+#define WEFT_THREAD_H
+
+#include <weft/common.h>
+
+WEFT_EXTERN_C_BEGIN
+
+/* A light thread handle. Valid from weft_spawn() until it is joined (or, for a
+ * detached thread, until it exits). */
+typedef struct weft_thread *weft_thread_t;
+
+/* Entry point of a light thread. Its return value is what weft_join() reports. */
+typedef void *(*weft_fn_t)(void *arg);
+
+/* Thread attributes. Initialise with weft_attr_init() (or WEFT_ATTR_INITIALIZER)
+ * and set fields directly; the struct layout is part of the ABI. */
+typedef struct weft_attr {
+	size_t stack_size;   /* bytes; 0 = the runtime default (config / WEFT_STACK_SIZE) */
+	int guard;           /* 1 = a PROT_NONE guard page below the stack (default), 0 = none */
+	int worker;          /* pin to this worker index; -1 = not pinned (default) */
+	int detached;        /* 1 = start detached (cannot be joined) */
+	const char *name;    /* optional, copied (at most 15 characters kept) */
+	void *reserved[4];   /* must be zero */
+} weft_attr_t;
+
+#define WEFT_ATTR_INITIALIZER { 0, 1, -1, 0, NULL, { NULL, NULL, NULL, NULL } }
+
+/* Fill *attr with the defaults. Returns 0, or EINVAL if attr is NULL. Context: any. */
+WEFT_API int weft_attr_init(weft_attr_t *attr);
+
+/* Create a light thread running fn(arg). attr may be NULL for defaults. If the
+ * runtime is not running it is started with the default configuration.
+ * The stack is allocated lazily, when the thread first runs.
+ * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL,
+ * bad attribute such as an out-of-range worker or a stack size below
+ * WEFT_STACK_MIN), EAGAIN (no memory for the thread), or the error of the
+ * implicit weft_init(). Context: any. */
+WEFT_API int weft_spawn(weft_thread_t *t, weft_fn_t fn, void *arg, const weft_attr_t *attr);
+
+/* Wait for t to finish and release it; *ret (if not NULL) receives its return
+ * value or the value given to weft_exit(). A weft thread parks (its worker runs
+ * other threads); an OS thread sleeps on a futex.
+ * Returns 0, EINVAL (t NULL, detached, or already being joined), EDEADLK (t is
+ * the caller). Context: any. */
+WEFT_API int weft_join(weft_thread_t t, void **ret);
+
+/* Mark t detached: its resources are released when it exits. Returns 0 or
+ * EINVAL (t NULL, already detached, or already being joined). Context: any. */
+WEFT_API int weft_detach(weft_thread_t t);
+
+/* Finish the calling light thread with return value ret; thread-specific data
+ * destructors run first. Does not return. Calling it from an OS thread is a
+ * programming error: it returns EPERM instead of exiting. Context: weft thread. */
+WEFT_API int weft_exit(void *ret);
+
+/* Let every other runnable thread of this worker run before the caller runs
+ * again. Returns 0; from an OS thread it calls sched_yield(). Context: any. */
+WEFT_API int weft_yield(void);
+
+/* The calling light thread, or NULL when called from an OS thread. Context: any. */
+WEFT_API weft_thread_t weft_self(void);
+
+/* Index of the worker the caller runs on, or -1 from an OS thread. Context: any. */
+WEFT_API int weft_worker_id(void);
+
+/* Name given at spawn (empty string if none); NULL if t is NULL. Context: any. */
+WEFT_API const char *weft_thread_name(weft_thread_t t);
+
+/* --- Parking: the primitive that every synchronisation object builds on. ---
+ * Each light thread has one unpark token. weft_unpark(t) sets it and, if t is
+ * parked, makes t runnable; weft_park() consumes the token, returning at once if
+ * it was already set. So an unpark that comes before the park is never lost.
+ * Spurious returns are possible: callers re-check their condition in a loop. */
+
+/* Park the caller until unparked. Returns 0, or EPERM from an OS thread.
+ * Context: weft thread. */
+WEFT_API int weft_park(void);
+
+/* Like weft_park() but gives up at the absolute CLOCK_MONOTONIC time deadline.
+ * Returns 0 (unparked), ETIMEDOUT, or EPERM from an OS thread. Context: weft thread. */
+WEFT_API int weft_park_until(weft_time_t deadline);
+
+/* Give t its unpark token and wake it if it is parked. Never blocks, never
+ * takes a lock of t's worker. Returns 0 or EINVAL (t NULL). Context: any. */
+WEFT_API int weft_unpark(weft_thread_t t);
+
+/* --- Time --- */
+
+/* Current CLOCK_MONOTONIC time in nanoseconds. Context: any. */
+WEFT_API weft_time_t weft_now_ns(void);
+
+/* Sleep for ns nanoseconds. A weft thread parks on its worker's timer heap
+ * (the worker runs others); an OS thread calls nanosleep. Returns 0. Context: any. */
+WEFT_API int weft_sleep_ns(uint64_t ns);
+
+/* Sleep until the absolute CLOCK_MONOTONIC time deadline. Returns 0. Context: any. */
+WEFT_API int weft_sleep_until(weft_time_t deadline);
+
+/* --- Thread-specific data --- */
+
+typedef unsigned int weft_key_t;
+
+/* Upper bound on live keys (like PTHREAD_KEYS_MAX). */
+#define WEFT_KEYS_MAX 1024
+
+/* Create a key; destructor (may be NULL) runs at thread exit on non-NULL values,
+ * up to WEFT_DESTRUCTOR_ITERATIONS rounds. Returns 0, EINVAL (key NULL), EAGAIN
+ * (WEFT_KEYS_MAX keys in use). Context: any. */
+WEFT_API int weft_key_create(weft_key_t *key, void (*destructor)(void *));
+#define WEFT_DESTRUCTOR_ITERATIONS 4
+
+/* Delete a key (destructors are not run). Returns 0 or EINVAL (not a live key).
+ * Context: any. */
+WEFT_API int weft_key_delete(weft_key_t key);
+
+/* Value of key for the calling light thread, or NULL (also from an OS thread
+ * or for an invalid key). Context: weft thread. */
+WEFT_API void *weft_getspecific(weft_key_t key);
+
+/* Set the calling thread's value for key. Returns 0, EINVAL (not a live key),
+ * EPERM (called from an OS thread), ENOMEM (no memory for the value table).
+ * Context: weft thread. */
+WEFT_API int weft_setspecific(weft_key_t key, const void *value);
+
+WEFT_EXTERN_C_END
+
+#endif

@@ -1,0 +1,46 @@
+# runtime/: the scheduler core.
+libweft_la_SOURCES += \
+	runtime/context.c \
+	runtime/features.c \
+	runtime/idle.c \
+	runtime/init.c \
+	runtime/key.c \
+	runtime/mailbox.c \
+	runtime/runq.c \
+	runtime/stack.c \
+	runtime/stats.c \
+	runtime/thread.c \
+	runtime/timer.c \
+	runtime/uring.c \
+	runtime/wake.c \
+	runtime/worker.c
+
+if CTX_X86_64
+libweft_la_SOURCES += runtime/context_x86_64.S
+endif
+if CTX_AARCH64
+libweft_la_SOURCES += runtime/context_aarch64.S
+endif
+if CTX_UCONTEXT
+libweft_la_SOURCES += runtime/context_ucontext.c
+endif
+
+noinst_HEADERS += \
+	runtime/atomic.h \
+	runtime/context.h \
+	runtime/context_x86_64.h \
+	runtime/context_aarch64.h \
+	runtime/context_ucontext.h \
+	runtime/list.h \
+	runtime/sanitizer.h \
+	runtime/wft.h
+
+EXTRA_DIST += runtime/features.def runtime/stats.def \
+	runtime/context_x86_64.S runtime/context_aarch64.S runtime/context_ucontext.c
+
+weftinclude_HEADERS += \
+	include/weft/common.h \
+	include/weft/stats.h \
+	include/weft/thread.h
+
+include runtime/io.mk

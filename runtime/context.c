@@ -1,0 +1,35 @@
+/*
+ * runtime/context.c - making new contexts (the switch itself is inline, see
+ * runtime/context.h). For the ucontext fallback see context_ucontext.c.
+ */
+#include "runtime/context.h"
+
+#include <string.h>
+
+#if defined(WFT_CTX_X86_64)
+
+void wft_ctx_trampoline(void);
+
+void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
+		  wft_ctx_entry_t entry, void *arg)
+{
+	uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+
+	memset(c, 0, sizeof(*c));
+	/* The trampoline's call pushes the return address, so the entry
+	 * function starts with rsp = 8 mod 16, as the ABI requires. */
+	c->sp = (void *)top;
+	c->pc = (void *)wft_ctx_trampoline;
+	c->fp = NULL;
+	c->entry = (void *)entry;
+	c->arg = arg;
+	__asm__ volatile("stmxcsr %0" : "=m"(c->mxcsr));
+	__asm__ volatile("fnstcw %0" : "=m"(c->fpucw));
+}
+
+void wft_ctx_init_current(struct wft_ctx *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+#endif

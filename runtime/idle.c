@@ -1,0 +1,328 @@
+/*
+ * runtime/idle.c - what a worker does when it has nothing to run: steal,
+ * spin briefly, then park in the kernel without losing a wakeup.
+ *
+ * What it owns: w->sleep (the futex word), the global idle mask and the
+ * spinning/idle counts, and the kick.
+ *
+ * States of w->sleep (bit by bit it is a small enum):
+ *   AWAKE    - running or looking for work; wakers need not do anything.
+ *   SLEEPING - announced idle: the worker has re-checked every source and
+ *              will sleep (or is sleeping) in futex_wait / its io_uring.
+ *              A waker that adds work for it must kick.
+ *   KICKED   - a waker won SLEEPING -> KICKED and is making (or made) the
+ *              one wake syscall. Later wakers do nothing. The worker stores
+ *              AWAKE when it wakes.
+ *
+ * Order of an idle round (wft_idle_run):
+ *   1. steal from a random victim (half of its public ring);
+ *   2. spin: poll mailbox, victims and timers for IDLE_SPIN_NS, if fewer
+ *      than max(1, nworkers / 2) workers are already spinning (Go's rule:
+ *      spinning workers cost CPU, a few suffice to pick up new work);
+ *   3. park (below).
+ *
+ * Park (the lost-wakeup argument):
+ *
+ *   idle worker w                          waker (mailbox push to w)
+ *   ------------------------------------   ------------------------------------
+ *   xchg w->sleep = SLEEPING   (seq_cst)    CAS mailbox head     (seq_cst)
+ *   load mailbox head          (seq_cst)    load w->sleep        (seq_cst)
+ *   empty? -> futex_wait(sleep, SLEEPING)   SLEEPING? -> CAS to KICKED, futex_wake
+ *
+ * Either the worker's load sees the pushed thread, or the waker's load sees
+ * SLEEPING, because both sides store then load with seq_cst operations: in
+ * the single total order of seq_cst operations one of the two stores comes
+ * first, and the other side's later load observes it. If the waker sees
+ * SLEEPING, its futex_wake either finds the worker asleep or makes the
+ * worker's futex_wait return at once (the word is no longer SLEEPING), so
+ * the wake cannot fall between the re-check and the sleep. The same pattern
+ * covers timers (the worker sleeps with the nearest deadline as timeout,
+ * read after the announcement; only the owner arms timers on its heap while
+ * awake, so no timer is added behind its back) and io_uring (the ring wait
+ * is the sleep, and a kick reaches it through wft_uring_kick).
+ * Interleavings considered: push before the announcement (re-check sees
+ * it); push between announcement and re-check (both may see each other:
+ * the worker does not sleep and the kick is a harmless extra syscall);
+ * push after the re-check (waker sees SLEEPING and kicks); two pushers (one
+ * wins SLEEPING -> KICKED, at most one syscall); a kick while the worker
+ * is already waking from a timeout (the worker stores AWAKE; the kick is
+ * spurious, it costs one syscall and nothing else).
+ *
+ * Surplus (work sitting on a busy worker while others sleep). The owner
+ * pushes to its private runqueue with no fence (a fence per push would
+ * double the cost of a yield), so an idle worker's re-check may miss work
+ * pushed concurrently into a private list. That is not a lost wakeup - the
+ * thread is queued and its worker will run it - but lost parallelism. It is
+ * bounded: every push and pick of the owner reads nidle (relaxed), and when
+ * some worker is idle and none is spinning, wft_idle_wake_one() publishes
+ * half of the private queue and kicks one idle worker. An idle worker that
+ * finds only private work on a victim also sets the victim's split_req.
+ * So the delay is at most until the owner's next scheduling point.
+ */
+#include "runtime/wft.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Spin budget before parking: a futex sleep + wake round trip costs
+ * ~5-10 us here; spinning up to 20 us catches the wakeups of a ping-pong
+ * workload without a syscall while costing < 2 round trips of CPU. */
+#define IDLE_SPIN_NS 20000
+
+static inline uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static struct weft_thread *try_steal(struct wft_worker *w)
+{
+	int n = wft_rt.nworkers;
+	unsigned start;
+
+	if (n < 2 || !wft_feat(STEAL))
+		return NULL;
+	start = (unsigned)(xorshift(&w->rng) % (uint64_t)n);
+	for (int i = 0; i < n; i++) {
+		struct wft_worker *v = wft_rt.workers[(start + (unsigned)i) % (unsigned)n];
+		struct weft_thread *t;
+
+		if (v == w)
+			continue;
+		wft_stat_inc(w, steal_attempts);
+		t = wft_runq_steal(w, v);
+		if (t)
+			return t;
+	}
+	return NULL;
+}
+
+static bool have_local_work(struct wft_worker *w)
+{
+	return !wft_mailbox_empty(&w->mailbox) || w->next || wft_runq_size(w) > 0;
+}
+
+static void idle_set(struct wft_worker *w)
+{
+	/* seq_cst: part of the announcement (see Park) */
+	atomic_fetch_or_explicit(&wft_rt.idle_mask[w->id / 64], 1ull << (w->id % 64),
+				 memory_order_seq_cst);
+	atomic_fetch_add_explicit(&wft_rt.nidle, 1, memory_order_seq_cst);
+}
+
+static void idle_clear(struct wft_worker *w)
+{
+	/* relaxed: the mask is a hint for wake_one, which CASes bits itself */
+	uint64_t old = atomic_fetch_and_explicit(&wft_rt.idle_mask[w->id / 64],
+						 ~(1ull << (w->id % 64)), memory_order_relaxed);
+
+	if (old & (1ull << (w->id % 64)))
+		atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_relaxed);
+}
+
+/* w->spinning is written by w and, once, by the wake_one() that hands w its
+ * spinning slot; relaxed: it only mirrors w's share of nspinning. */
+static inline int spinning(struct wft_worker *w)
+{
+	return atomic_load_explicit(&w->spinning, memory_order_relaxed);
+}
+
+void wft_idle_spin_stop(struct wft_worker *w)
+{
+	if (spinning(w)) {
+		atomic_store_explicit(&w->spinning, 0, memory_order_relaxed);
+		/* relaxed: a count of lookers, a hint for wake_one */
+		atomic_fetch_sub_explicit(&wft_rt.nspinning, 1, memory_order_relaxed);
+	}
+}
+
+/* Found work: if we were the last spinner, make sure someone else keeps
+ * looking (there may be more where ours came from; Go's resetspinning). */
+static void found_work(struct wft_worker *w, struct weft_thread *t)
+{
+	bool was_spinning = spinning(w);
+
+	wft_idle_spin_stop(w);
+	if (t)
+		wft_runq_push_owner(w, t);
+	if (was_spinning && atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0 &&
+	    atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
+		wft_idle_wake_one(w);
+}
+
+void wft_idle_run(struct wft_worker *w)
+{
+	struct weft_thread *t;
+	weft_time_t deadline;
+
+	t = try_steal(w);
+	if (t) {
+		found_work(w, t);
+		return;
+	}
+
+	if (wft_feat(IDLE_SPIN)) {
+		int max = wft_rt.nworkers / 2 > 1 ? wft_rt.nworkers / 2 : 1;
+
+		if (!spinning(w) &&
+		    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) < max) {
+			atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&wft_rt.nspinning, 1, memory_order_relaxed);
+		}
+		if (spinning(w)) {
+			weft_time_t end = wft_now() + IDLE_SPIN_NS;
+
+			do {
+				for (int i = 0; i < 16; i++)
+					wft_cpu_relax();
+				if (have_local_work(w) ||
+				    atomic_load_explicit(&wft_rt.stopping, memory_order_relaxed)) {
+					found_work(w, NULL);
+					return;
+				}
+				t = try_steal(w);
+				if (t) {
+					found_work(w, t);
+					return;
+				}
+				if (atomic_load_explicit(&w->timers.next, memory_order_relaxed) <= wft_now())
+					break;
+			} while (wft_now() < end);
+			wft_idle_spin_stop(w);
+		}
+	}
+
+	/* Park: announce, re-check, sleep. */
+	idle_set(w);
+	/* seq_cst: the store half of the Park pattern */
+	atomic_exchange_explicit(&w->sleep, WFT_W_SLEEPING, memory_order_seq_cst);
+	/* seq_cst loads: the load half (mailbox, victims, stop flag, timers) */
+	if (atomic_load_explicit(&w->mailbox.head, memory_order_seq_cst) || w->next ||
+	    wft_runq_size(w) > 0 ||
+	    atomic_load_explicit(&wft_rt.stopping, memory_order_seq_cst))
+		goto cancel;
+	if (wft_feat(STEAL)) {
+		for (int i = 0; i < wft_rt.nworkers; i++) {
+			struct wft_worker *v = wft_rt.workers[i];
+
+			if (v != w && wft_runq_has_work(v)) {
+				/* private-only work: ask the owner to publish; it
+				 * will kick us (see Surplus) */
+				if (atomic_load_explicit(&v->rq.tail, memory_order_relaxed) !=
+				    atomic_load_explicit(&v->rq.head, memory_order_relaxed))
+					goto cancel;
+				atomic_store_explicit(&v->rq.split_req, 1, memory_order_relaxed);
+			}
+		}
+	}
+	/* relaxed: only the owner arms timers on its heap, and it is here */
+	deadline = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+	if (deadline <= wft_now())
+		goto cancel;
+
+	wft_stack_trim(w, wft_stack_cache_keep());
+	wft_stat_inc(w, parks);
+	if (w->ring)
+		wft_uring_wait(w, deadline);
+	else
+		wft_futex_wait(&w->sleep, WFT_W_SLEEPING, deadline);
+cancel:
+	/* relaxed: our own word; a late kicker's CAS fails harmlessly */
+	atomic_store_explicit(&w->sleep, WFT_W_AWAKE, memory_order_relaxed);
+	idle_clear(w);
+}
+
+void wft_idle_kick(struct wft_worker *w)
+{
+	uint32_t s = WFT_W_SLEEPING;
+
+	/* seq_cst: the load half of the waker's side of the Park pattern */
+	if (atomic_load_explicit(&w->sleep, memory_order_seq_cst) != WFT_W_SLEEPING)
+		return;
+	/* relaxed: the CAS only elects one kicker; ordering came from above */
+	if (!atomic_compare_exchange_strong_explicit(&w->sleep, &s, WFT_W_KICKED,
+			memory_order_relaxed, memory_order_relaxed))
+		return;
+	{
+		struct wft_worker *self = wft_worker_self();
+
+		if (self)
+			wft_stat_inc(self, kicks);
+		else
+			wft_stat_os_inc(kicks);
+	}
+	if (w->ring)
+		wft_uring_kick(w);
+	else
+		wft_futex_wake(&w->sleep, 1);
+}
+
+void wft_idle_kick_force(struct wft_worker *w)
+{
+	/* seq_cst: stop/shutdown path; must not be lost either */
+	atomic_store_explicit(&w->sleep, WFT_W_KICKED, memory_order_seq_cst);
+	if (w->ring)
+		wft_uring_kick(w);
+	wft_futex_wake(&w->sleep, 1);
+}
+
+void wft_idle_wake_one(struct wft_worker *self)
+{
+	int zero = 0;
+
+	/* Only one waker at a time gets a worker spinning (Go's wakep). */
+	if (!atomic_compare_exchange_strong_explicit(&wft_rt.nspinning, &zero, 1,
+			memory_order_seq_cst, memory_order_relaxed))
+		return;
+	if (self)
+		wft_runq_publish_owner(self);
+	for (int i = 0; i < (wft_rt.nworkers + 63) / 64; i++) {
+		/* relaxed: the CAS below claims a bit */
+		uint64_t m = atomic_load_explicit(&wft_rt.idle_mask[i], memory_order_relaxed);
+
+		while (m) {
+			int b = __builtin_ctzll(m);
+			struct wft_worker *v = wft_rt.workers[i * 64 + b];
+
+			if (v != self && atomic_compare_exchange_weak_explicit(&wft_rt.idle_mask[i], &m,
+					m & ~(1ull << b), memory_order_acq_rel, memory_order_relaxed)) {
+				atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_relaxed);
+				/* The woken worker inherits our spinning slot. It learns
+				 * that from its own state (set before the kick). */
+				atomic_store_explicit(&v->spinning, 1, memory_order_relaxed);
+				wft_idle_kick(v);
+				return;
+			}
+			if (v == self)
+				m &= ~(1ull << b);
+		}
+	}
+	/* nobody idle after all */
+	atomic_fetch_sub_explicit(&wft_rt.nspinning, 1, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------------- */
+
+void wft_futex_wait(_Atomic uint32_t *addr, uint32_t val, weft_time_t deadline)
+{
+	struct timespec ts, *tp = NULL;
+
+	if (deadline != WEFT_TIME_INFINITE) {
+		ts.tv_sec = (time_t)(deadline / 1000000000ull);
+		ts.tv_nsec = (long)(deadline % 1000000000ull);
+		tp = &ts;
+	}
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout */
+	syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tp, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+void wft_futex_wake(_Atomic uint32_t *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}

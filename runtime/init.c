@@ -1,0 +1,230 @@
+/*
+ * runtime/init.c - starting and stopping the runtime, configuration,
+ * panics and fault injection.
+ *
+ * States of wft_rt.state: 0 stopped, 1 starting or stopping (init_lock
+ * held), 2 running. weft_init and weft_shutdown serialise on init_lock;
+ * the implicit init of weft_spawn goes through weft_init too, so two
+ * racing first spawns start one runtime (the loser sees EBUSY and proceeds).
+ *
+ * Shutdown waits for every light thread to finish (wft_rt.nthreads reaches
+ * 0; the last exit stores quiesce = 1 and wakes the futex), stops and joins
+ * the workers, then frees the workers and the TCB slabs, so that a fresh
+ * weft_init() starts from nothing (the CK_FORK=no test run proves it).
+ */
+#include "runtime/wft.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct wft_runtime wft_rt = {
+	.init_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+void wft_stats_reset_unsafe(void);
+
+void wft_panic_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	struct wft_worker *w = wft_worker_self();
+
+	fprintf(stderr, "weft: panic at %s:%d (worker %d, thread %p): ", file, line,
+		w ? w->id : -1, w ? (void *)w->current : NULL);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+/* Fault injection: WEFT_FAULT=alloc:N fails the N-th internal allocation
+ * (counted from weft_init). 0 = off: one predictable branch. */
+static _Atomic long fault_at;
+static _Atomic long fault_count;
+
+bool wft_fault_alloc(void)
+{
+	/* relaxed: a test knob, set before the workers start */
+	long at = atomic_load_explicit(&fault_at, memory_order_relaxed);
+
+	if (wft_likely(!at))
+		return false;
+	return atomic_fetch_add_explicit(&fault_count, 1, memory_order_relaxed) + 1 == at;
+}
+
+void *wft_malloc(size_t n)
+{
+	return wft_fault_alloc() ? NULL : malloc(n);
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (*end == 'k' || *end == 'K')
+		v <<= 10;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20;
+	return (size_t)v;
+}
+
+static int affinity_cpus(int *cpus, int max)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		for (int i = 0; i < c && n < max; i++)
+			cpus[n++] = i;
+		return n > 0 ? n : 1;
+	}
+	for (int i = 0; i < CPU_SETSIZE && n < max; i++)
+		if (CPU_ISSET(i, &set))
+			cpus[n++] = i;
+	return n > 0 ? n : 1;
+}
+
+static _Atomic int stats_atexit;
+
+static void print_stats_at_exit(void)
+{
+	weft_stats_print(stderr);
+}
+
+int weft_init(const weft_config_t *cfg)
+{
+	static const weft_config_t def = WEFT_CONFIG_INITIALIZER;
+	const char *e;
+	uint64_t feats;
+	int ncpu, rc;
+
+	if (!cfg)
+		cfg = &def;
+	if (cfg->workers < 0 || cfg->workers > WEFT_WORKERS_MAX)
+		return EINVAL;
+	if (cfg->stack_size && cfg->stack_size < WEFT_STACK_MIN)
+		return EINVAL;
+	if (wft_thread_self())
+		return EBUSY;
+	pthread_mutex_lock(&wft_rt.init_lock);
+	/* relaxed: init_lock orders state changes between init and shutdown */
+	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != 0) {
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return EBUSY;
+	}
+	e = getenv("WEFT_FEATURES");
+	rc = wft_features_parse(e ? e : cfg->features, &feats);
+	if (rc == 0 && e && cfg->features) {
+		/* both given: the config first, the environment overrides */
+		uint64_t m1;
+
+		rc = wft_features_parse(cfg->features, &m1);
+		if (rc == 0)
+			rc = wft_features_parse(e, &feats);
+	}
+	if (rc) {
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return EINVAL;
+	}
+	wft_features = feats;
+
+	ncpu = affinity_cpus(wft_rt.cpus, WEFT_WORKERS_MAX);
+	wft_rt.nworkers = cfg->workers ? cfg->workers : ncpu;
+	wft_rt.stack_size = cfg->stack_size ? cfg->stack_size : WEFT_STACK_DEFAULT;
+	wft_rt.pin = cfg->pin;
+	if ((e = getenv("WEFT_WORKERS")) && *e) {
+		int n = atoi(e);
+
+		if (n < 1 || n > WEFT_WORKERS_MAX) {
+			fprintf(stderr, "weft: WEFT_WORKERS=%s out of range 1..%d\n", e, WEFT_WORKERS_MAX);
+			pthread_mutex_unlock(&wft_rt.init_lock);
+			return EINVAL;
+		}
+		wft_rt.nworkers = n;
+	}
+	if ((e = getenv("WEFT_STACK_SIZE")) && *e) {
+		size_t s = parse_size(e);
+
+		if (s < WEFT_STACK_MIN) {
+			fprintf(stderr, "weft: WEFT_STACK_SIZE=%s below %d\n", e, WEFT_STACK_MIN);
+			pthread_mutex_unlock(&wft_rt.init_lock);
+			return EINVAL;
+		}
+		wft_rt.stack_size = s;
+	}
+	if ((e = getenv("WEFT_PIN")) && *e)
+		wft_rt.pin = atoi(e) != 0;
+	if (wft_rt.pin)
+		for (int i = ncpu; i < wft_rt.nworkers; i++)
+			wft_rt.cpus[i] = wft_rt.cpus[i % ncpu];
+	if ((e = getenv("WEFT_FAULT")) && strncmp(e, "alloc:", 6) == 0) {
+		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
+		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
+	} else {
+		atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
+	}
+
+	wft_stats_reset_unsafe();
+	atomic_store_explicit(&wft_rt.nspinning, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.nidle, 0, memory_order_relaxed);
+	for (int i = 0; i < WEFT_WORKERS_MAX / 64; i++)
+		atomic_store_explicit(&wft_rt.idle_mask[i], 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.nthreads, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.stopping, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
+
+	rc = wft_worker_start_all();
+	if (rc) {
+		atomic_store_explicit(&wft_rt.state, 0, memory_order_relaxed);
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return rc;
+	}
+	if ((e = getenv("WEFT_STATS")) && atoi(e) &&
+	    !atomic_exchange_explicit(&stats_atexit, 1, memory_order_relaxed))
+		atexit(print_stats_at_exit);
+	/* release: publishes the workers array and config to weft_spawn callers
+	 * on other OS threads (acquire load there) */
+	atomic_store_explicit(&wft_rt.state, 2, memory_order_release);
+	pthread_mutex_unlock(&wft_rt.init_lock);
+	return 0;
+}
+
+int weft_shutdown(void)
+{
+	if (wft_thread_self() || wft_worker_self())
+		return EPERM;
+	pthread_mutex_lock(&wft_rt.init_lock);
+	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != 2) {
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return EINVAL;
+	}
+	/* Wait for every light thread. The last exit stores quiesce = 1 and
+	 * wakes us; we re-check nthreads around the futex, so a wake that comes
+	 * before we sleep is not lost (the futex compares quiesce == 0). */
+	for (;;) {
+		atomic_store_explicit(&wft_rt.quiesce, 0, memory_order_seq_cst);
+		/* seq_cst: StoreLoad against the exit's decrement + store */
+		if (atomic_load_explicit(&wft_rt.nthreads, memory_order_seq_cst) == 0)
+			break;
+		wft_futex_wait(&wft_rt.quiesce, 0, wft_now() + 100000000ull);
+	}
+	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
+	wft_worker_stop_all();
+	wft_worker_free_all_unsafe();
+	wft_tcb_pool_fini_unsafe();
+	atomic_store_explicit(&wft_rt.state, 0, memory_order_release);
+	pthread_mutex_unlock(&wft_rt.init_lock);
+	return 0;
+}
+
+int weft_workers(void)
+{
+	/* acquire: pairs with the release store of RUNNING */
+	return atomic_load_explicit(&wft_rt.state, memory_order_acquire) == 2 ? wft_rt.nworkers : 0;
+}

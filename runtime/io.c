@@ -1,0 +1,876 @@
+/*
+ * runtime/io.c - blocking I/O calls for weft threads (include/weft/io.h).
+ *
+ * What it owns: the weft_io_* calls, the per-thread I/O timeout, the one
+ * place where an io_uring result becomes -1/errno (io_ret), and the
+ * fallback used when the worker has no ring.
+ *
+ * Every call takes one of three paths, chosen per call (io_path):
+ *   OS       - no weft thread is running (a plain OS thread, or the runtime
+ *              is stopped): the plain system call.
+ *   URING    - the worker the thread runs on has a ring that supports the
+ *              opcode: queue one SQE (plus a linked timeout if the thread
+ *              has an I/O timeout) whose user_data is a wft_waiter on this
+ *              stack frame, and wait on the waiter (sync/parking.c). The
+ *              worker submits and reaps (runtime/uring.c, Batching).
+ *   FALLBACK - no ring (NO_URING, io_uring unavailable, opcode missing):
+ *              see Fallback below.
+ *
+ * Invariants:
+ *   I1 The waiter, the linked timeout's timespec and everything the SQE
+ *      points to (buffers, iovecs, msghdr, sockaddr, path) live in the
+ *      caller's frame, which stays put until the CQE was reaped: the thread
+ *      does not return from wft_waiter_wait before the reaper stores WOKEN
+ *      (uring.c I2). The kernel reads the timespec at submission, which
+ *      also comes before the CQE.
+ *   I2 After the wait, the worker pointer taken before it is never used
+ *      again: the thread may have migrated (uring.c I3).
+ *   I3 A negative io_uring res is turned into -1/errno only in io_ret().
+ *
+ * Timeouts. weft_io_set_timeout() stores a relative timeout in a weft key
+ * (so it follows the thread across workers). URING: the SQE is linked
+ * (IOSQE_IO_LINK) to an IORING_OP_LINK_TIMEOUT; if the timeout fires first,
+ * the operation completes with -ECANCELED, reported as ETIMEDOUT (a partial
+ * transfer reports its count instead, as the kernel does). The timeout's own
+ * CQE carries WFT_URING_TAG_IGNORE, so it refers to nothing on our stack.
+ * FALLBACK: the timeout bounds the readiness wait (a deadline for the park).
+ *
+ * Fallback. A worker without a ring must never block in a system call, or
+ * it would stall all its threads. So:
+ *   - pollable descriptors (sockets, pipes, ttys, eventfds): try the call
+ *     without blocking (MSG_DONTWAIT for the socket calls, preadv2 /
+ *     pwritev2 with RWF_NOWAIT for read/write); on EAGAIN return EAGAIN if
+ *     the descriptor itself is O_NONBLOCK (the caller asked for that), else
+ *     park until the fallback poller (offload.c) sees it ready, and retry;
+ *   - everything else (regular files and block devices, where RWF_NOWAIT
+ *     says EAGAIN/EOPNOTSUPP for uncached data; openat, fsync, connect on a
+ *     blocking socket, accept after its readiness wait): run the blocking
+ *     call on the offload pool (offload.c) while the thread parks;
+ *   - close: the plain syscall (it does not block, except with SO_LINGER).
+ * A bounded pool running blocking recvs would deadlock with a thousand idle
+ * connections; the readiness wait holds no helper thread, so the fallback
+ * scales to any number of connections (slower than io_uring: one poll
+ * round trip through the poller thread per wait).
+ *
+ * Rejected alternatives:
+ *   - running every fallback call on the pool: a blocking recv holds a
+ *     helper until data comes, so 1,000 connections need 1,000 helpers or
+ *     deadlock (the sends that would unblock them queue behind them);
+ *   - switching descriptors to O_NONBLOCK behind the caller's back: visible
+ *     to the application and to other processes sharing the file;
+ *   - a direct non-blocking syscall first on the URING path too (saves a
+ *     park when data is ready): costs one syscall per call instead of a
+ *     share of one io_uring_enter per batch, which is what the batching is
+ *     for. Calls with MSG_DONTWAIT do go direct: they cannot park anyway.
+ */
+#include "runtime/wft.h"
+#include "runtime/uring.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <weft/io.h>
+
+/* Linux caps a single read/write at INT_MAX rounded down to a page
+ * (MAX_RW_COUNT); the SQE length field is 32 bits. */
+#define RW_MAX 0x7ffff000u
+
+/* ---------------------------------------------------------------------- */
+/* Per-thread timeout */
+
+static pthread_once_t tmo_once = PTHREAD_ONCE_INIT;
+static weft_key_t tmo_key;
+static _Atomic int tmo_ready;   /* tmo_key is valid */
+
+static void tmo_key_create(void)
+{
+	if (weft_key_create(&tmo_key, NULL) == 0)
+		/* release: publishes tmo_key; pairs with the acquire in io_timeout */
+		atomic_store_explicit(&tmo_ready, 1, memory_order_release);
+}
+
+/* The calling thread's timeout in ns, 0 = none. Context: weft thread. */
+static inline uint64_t io_timeout(void)
+{
+	/* acquire: pairs with the release in tmo_key_create (tmo_key valid) */
+	if (wft_likely(!atomic_load_explicit(&tmo_ready, memory_order_acquire)))
+		return 0;
+	return (uint64_t)(uintptr_t)weft_getspecific(tmo_key);
+}
+
+int weft_io_set_timeout(uint64_t ns)
+{
+	if (!wft_thread_self())
+		return EPERM;
+	pthread_once(&tmo_once, tmo_key_create);
+	/* acquire: as in io_timeout */
+	if (!atomic_load_explicit(&tmo_ready, memory_order_acquire))
+		return EAGAIN;
+	return weft_setspecific(tmo_key, (void *)(uintptr_t)ns);
+}
+
+uint64_t weft_io_get_timeout(void)
+{
+	return wft_thread_self() ? io_timeout() : 0;
+}
+
+static inline weft_time_t deadline_of(uint64_t ns)
+{
+	weft_time_t now;
+
+	if (!ns)
+		return WEFT_TIME_INFINITE;
+	now = wft_now();
+	return ns > WEFT_TIME_INFINITE - 1 - now ? WEFT_TIME_INFINITE - 1 : now + ns;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Paths */
+
+enum io_path { PATH_OS, PATH_FALLBACK, PATH_URING };
+
+static inline enum io_path io_path(struct wft_worker *w, unsigned op)
+{
+	if (!w || !w->current)
+		return PATH_OS;
+	if (wft_likely(w->ring && wft_uring_has_op(w->ring, op)))
+		return PATH_URING;
+	return PATH_FALLBACK;
+}
+
+/* I3: the one conversion of an io_uring result. */
+static inline ssize_t io_ret(int res)
+{
+	if (res < 0) {
+		errno = -res;
+		return -1;
+	}
+	return res;
+}
+
+/* One operation on the ring, on the caller's frame (I1). */
+struct uop {
+	struct wft_waiter wt;
+	struct __kernel_timespec ts;
+	struct io_uring_sqe *sqe;
+	uint64_t tmo;
+};
+
+/* Take the SQE for an operation (and room for its linked timeout).
+ * Context: weft thread on w (URING path). */
+static inline struct io_uring_sqe *uop_begin(struct wft_worker *w, struct uop *op, uint64_t tmo)
+{
+	op->tmo = tmo;
+	op->sqe = wft_uring_get_sqe(w, tmo ? 2 : 1);
+	return op->sqe;
+}
+
+/* Tag the prepared SQE with our waiter, link the timeout, park until the
+ * CQE. Returns the CQE's res (negative errno on failure); -ECANCELED of a
+ * timed-out operation becomes -ETIMEDOUT. Context: weft thread. May park. */
+static int uop_wait(struct wft_worker *w, struct uop *op)
+{
+	wft_waiter_init(&op->wt);
+	io_uring_sqe_set_data(op->sqe, &op->wt);
+	if (op->tmo) {
+		/* room reserved by uop_begin; no flush can run in between (we
+		 * have not switched) */
+		struct io_uring_sqe *lt = io_uring_get_sqe(&w->ring->ring);
+
+		op->ts.tv_sec = (long long)(op->tmo / 1000000000ull);
+		op->ts.tv_nsec = (long long)(op->tmo % 1000000000ull);
+		op->sqe->flags |= IOSQE_IO_LINK;
+		io_uring_prep_link_timeout(lt, &op->ts, 0);
+		io_uring_sqe_set_data64(lt, WFT_URING_TAG_IGNORE);
+	}
+	wft_waiter_wait(&op->wt, WEFT_TIME_INFINITE);
+	/* I2: w is stale from here on */
+	if (op->wt.result == -ECANCELED && op->tmo)
+		return -ETIMEDOUT;
+	return op->wt.result;
+}
+
+static inline unsigned rw_len(size_t n)
+{
+	return n > RW_MAX ? RW_MAX : (unsigned)n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Fallback (see Fallback above) */
+
+/* A blocking call to run on the offload pool. */
+enum fb_kind { FB_READV, FB_WRITEV, FB_ACCEPT, FB_CONNECT, FB_OPENAT, FB_FSYNC };
+
+struct fb_call {
+	enum fb_kind kind;
+	int fd;
+	int flags;
+	const struct iovec *iov;
+	int iovcnt;
+	off_t off;              /* -1: the file position */
+	struct sockaddr *addr;
+	socklen_t *addrlen;
+	const struct sockaddr *caddr;
+	socklen_t caddrlen;
+	const char *path;
+	mode_t mode;
+};
+
+/* Runs on a helper OS thread (offload.c). */
+static void *fb_run(void *arg)
+{
+	struct fb_call *c = arg;
+	ssize_t r = -1;
+
+	switch (c->kind) {
+	case FB_READV:
+		r = c->off < 0 ? readv(c->fd, c->iov, c->iovcnt) : preadv(c->fd, c->iov, c->iovcnt, c->off);
+		break;
+	case FB_WRITEV:
+		r = c->off < 0 ? writev(c->fd, c->iov, c->iovcnt) : pwritev(c->fd, c->iov, c->iovcnt, c->off);
+		break;
+	case FB_ACCEPT:
+		r = accept4(c->fd, c->addr, c->addrlen, c->flags);
+		break;
+	case FB_CONNECT:
+		r = connect(c->fd, c->caddr, c->caddrlen);
+		break;
+	case FB_OPENAT:
+		r = openat(c->fd, c->path, c->flags, c->mode);
+		break;
+	case FB_FSYNC:
+		r = fsync(c->fd);
+		break;
+	}
+	return (void *)(intptr_t)r;
+}
+
+static ssize_t fb_offload(struct fb_call *c)
+{
+	int err = 0;
+	ssize_t r = (ssize_t)(intptr_t)wft_offload_run(fb_run, c, &err);
+
+	if (r < 0)
+		errno = err;
+	return r;
+}
+
+/* What to do after a non-blocking attempt said EAGAIN. */
+enum { AGAIN_RETURN, AGAIN_WAIT, AGAIN_OFFLOAD, AGAIN_ERROR };
+
+static int after_eagain(int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return AGAIN_ERROR;
+	if (fl & O_NONBLOCK)
+		return AGAIN_RETURN;     /* the caller asked for EAGAIN */
+	if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+		return AGAIN_OFFLOAD;    /* always "ready" to poll: would spin */
+	return AGAIN_WAIT;
+}
+
+/* Park until fd is ready; false (errno ETIMEDOUT) at the deadline. */
+static bool fb_wait(int fd, short ev, weft_time_t deadline)
+{
+	if (wft_offload_wait_fd(fd, ev, deadline) == 0) {
+		errno = ETIMEDOUT;
+		return false;
+	}
+	return true;
+}
+
+/* read/write family: off -1 = at the file position. */
+static ssize_t fb_rw(int fd, const struct iovec *iov, int iovcnt, off_t off, bool wr)
+{
+	weft_time_t deadline = deadline_of(io_timeout());
+	struct fb_call c = { .kind = wr ? FB_WRITEV : FB_READV, .fd = fd, .iov = iov,
+			     .iovcnt = iovcnt, .off = off };
+
+	for (;;) {
+		ssize_t n = wr ? pwritev2(fd, iov, iovcnt, off, RWF_NOWAIT)
+			       : preadv2(fd, iov, iovcnt, off, RWF_NOWAIT);
+
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN) {
+			switch (after_eagain(fd)) {
+			case AGAIN_RETURN:
+				errno = EAGAIN;
+				return -1;
+			case AGAIN_ERROR:
+				return -1;
+			case AGAIN_WAIT:
+				if (!fb_wait(fd, wr ? POLLOUT : POLLIN, deadline))
+					return -1;
+				continue;
+			default:
+				return fb_offload(&c);
+			}
+		}
+		/* No RWF_NOWAIT for this file (or no preadv2): block on the pool. */
+		if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
+			return fb_offload(&c);
+		return -1;
+	}
+}
+
+enum sock_kind { SK_RECV, SK_SEND, SK_RECVMSG, SK_SENDMSG };
+
+static ssize_t sock_call(enum sock_kind k, int fd, void *buf, size_t len,
+			 struct msghdr *msg, int flags)
+{
+	switch (k) {
+	case SK_RECV:
+		return recv(fd, buf, len, flags);
+	case SK_SEND:
+		return send(fd, buf, len, flags);
+	case SK_RECVMSG:
+		return recvmsg(fd, msg, flags);
+	default:
+		return sendmsg(fd, msg, flags);
+	}
+}
+
+static ssize_t fb_sock(enum sock_kind k, int fd, void *buf, size_t len, struct msghdr *msg,
+		       int flags)
+{
+	weft_time_t deadline = deadline_of(io_timeout());
+	short ev = (k == SK_RECV || k == SK_RECVMSG) ? POLLIN : POLLOUT;
+
+	for (;;) {
+		ssize_t n = sock_call(k, fd, buf, len, msg, flags | MSG_DONTWAIT);
+		int fl;
+
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return -1;
+		if (fl & O_NONBLOCK) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (!fb_wait(fd, ev, deadline))
+			return -1;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Two-phase operations (see "Non-blocking descriptors" above) */
+
+/* liburing 2.3 predates it (kernel 6.10): accept fails with EAGAIN instead
+ * of waiting. Older kernels reject the flag with EINVAL. */
+#ifndef IORING_ACCEPT_DONTWAIT
+#define IORING_ACCEPT_DONTWAIT (1U << 1)
+#endif
+
+/* The kernel rejected IORING_ACCEPT_DONTWAIT once: skip phase 1 for accept.
+ * relaxed: a sticky hint; a stale 0 only costs one more EINVAL round. */
+static _Atomic int accept_dontwait_bad;
+
+enum op_kind { K_READ, K_WRITE, K_READV, K_WRITEV, K_RECV, K_SEND, K_RECVMSG, K_SENDMSG, K_ACCEPT };
+
+struct opargs {
+	int fd;
+	int flags;              /* msg flags / accept4 flags */
+	void *buf;
+	unsigned len;
+	uint64_t off;           /* (uint64_t)-1: the file position */
+	const struct iovec *iov;
+	unsigned iovcnt;
+	struct msghdr *msg;
+	struct sockaddr *addr;
+	socklen_t *addrlen;
+};
+
+static const uint8_t op_code[] = {
+	[K_READ] = IORING_OP_READ, [K_WRITE] = IORING_OP_WRITE,
+	[K_READV] = IORING_OP_READV, [K_WRITEV] = IORING_OP_WRITEV,
+	[K_RECV] = IORING_OP_RECV, [K_SEND] = IORING_OP_SEND,
+	[K_RECVMSG] = IORING_OP_RECVMSG, [K_SENDMSG] = IORING_OP_SENDMSG,
+	[K_ACCEPT] = IORING_OP_ACCEPT,
+};
+
+static void op_prep(struct io_uring_sqe *sqe, enum op_kind k, const struct opargs *a, bool nowait)
+{
+	int mf = a->flags | (nowait ? MSG_DONTWAIT : 0);
+
+	switch (k) {
+	case K_READ:
+		io_uring_prep_read(sqe, a->fd, a->buf, a->len, a->off);
+		break;
+	case K_WRITE:
+		io_uring_prep_write(sqe, a->fd, a->buf, a->len, a->off);
+		break;
+	case K_READV:
+		io_uring_prep_readv(sqe, a->fd, a->iov, a->iovcnt, a->off);
+		break;
+	case K_WRITEV:
+		io_uring_prep_writev(sqe, a->fd, a->iov, a->iovcnt, a->off);
+		break;
+	case K_RECV:
+		io_uring_prep_recv(sqe, a->fd, a->buf, a->len, mf);
+		break;
+	case K_SEND:
+		io_uring_prep_send(sqe, a->fd, a->buf, a->len, mf);
+		break;
+	case K_RECVMSG:
+		io_uring_prep_recvmsg(sqe, a->fd, a->msg, (unsigned)mf);
+		break;
+	case K_SENDMSG:
+		io_uring_prep_sendmsg(sqe, a->fd, a->msg, (unsigned)mf);
+		break;
+	case K_ACCEPT:
+		io_uring_prep_accept(sqe, a->fd, a->addr, a->addrlen, a->flags);
+		if (nowait)
+			sqe->ioprio |= IORING_ACCEPT_DONTWAIT;
+		break;
+	}
+	if (nowait && k <= K_WRITEV)
+		sqe->rw_flags |= RWF_NOWAIT;
+}
+
+/* Does the caller want EAGAIN instead of waiting? 1 if fd is O_NONBLOCK (and
+ * not a regular file or block device, where read(2) ignores the flag), 0 if
+ * not, -errno if fcntl fails. Context: any. */
+static int nonblocking(int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	if (!(fl & O_NONBLOCK))
+		return 0;
+	if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+		return 0;
+	return 1;
+}
+
+/* Phase 1 is skipped for a MSG_WAITALL receive (a no-wait attempt would
+ * return a partial message) and for accept on kernels without
+ * IORING_ACCEPT_DONTWAIT; then the descriptor's flag is read first. */
+static bool skip_phase1(enum op_kind k, const struct opargs *a)
+{
+	if ((k == K_RECV || k == K_RECVMSG) && (a->flags & MSG_WAITALL))
+		return true;
+	/* relaxed: see accept_dontwait_bad */
+	return k == K_ACCEPT && atomic_load_explicit(&accept_dontwait_bad, memory_order_relaxed);
+}
+
+/* The plain syscall of a two-phase operation, for an O_NONBLOCK fd whose
+ * phase 1 was skipped: it does not block. */
+static ssize_t op_syscall(enum op_kind k, const struct opargs *a)
+{
+	switch (k) {
+	case K_RECV:
+		return recv(a->fd, a->buf, a->len, a->flags);
+	case K_RECVMSG:
+		return recvmsg(a->fd, a->msg, a->flags);
+	default:
+		return accept4(a->fd, a->addr, a->addrlen, a->flags);
+	}
+}
+
+/* Run a two-phase operation on w's ring. Context: weft thread on w (URING
+ * path). May park. Returns the syscall-style result (-1 and errno). */
+static ssize_t uring_op(struct wft_worker *w, enum op_kind k, const struct opargs *a)
+{
+	struct uop op;
+	int res, nb;
+
+	if (!skip_phase1(k, a)) {
+		/* Phase 1: never waits, so no linked timeout. */
+		op_prep(uop_begin(w, &op, 0), k, a, true);
+		res = uop_wait(w, &op);
+		if (res == -EINVAL && k == K_ACCEPT) {
+			/* maybe the kernel does not know IORING_ACCEPT_DONTWAIT:
+			 * decide by the flag; phase 2 repeats a genuine EINVAL */
+			nb = nonblocking(a->fd);
+			if (nb)
+				return nb < 0 ? io_ret(nb) : accept4(a->fd, a->addr, a->addrlen, a->flags);
+			res = -EAGAIN;
+			/* relaxed: a sticky hint (accept_dontwait_bad) */
+			atomic_store_explicit(&accept_dontwait_bad, 1, memory_order_relaxed);
+		} else if (res == -EAGAIN) {
+			nb = nonblocking(a->fd);
+			if (nb)
+				return io_ret(nb < 0 ? nb : -EAGAIN);
+		} else if (res != -EOPNOTSUPP) {
+			return io_ret(res);   /* done (or a real error) without waiting */
+		}
+		/* EAGAIN on a blocking fd, or no RWF_NOWAIT support: phase 2 */
+		w = wft_worker_self();   /* I2: we parked */
+	} else {
+		nb = nonblocking(a->fd);
+		if (nb)
+			return nb < 0 ? io_ret(nb) : op_syscall(k, a);
+	}
+	/* Phase 2: the waiting form, with the thread's timeout. */
+	op_prep(uop_begin(w, &op, io_timeout()), k, a, false);
+	return io_ret(uop_wait(w, &op));
+}
+
+/* ---------------------------------------------------------------------- */
+/* read / write */
+
+ssize_t weft_io_read(int fd, void *buf, size_t count)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .buf = buf, .len = rw_len(count), .off = (uint64_t)-1 };
+
+	switch (io_path(w, IORING_OP_READ)) {
+	case PATH_OS:
+		return read(fd, buf, count);
+	case PATH_FALLBACK: {
+		struct iovec v = { buf, count };
+
+		return fb_rw(fd, &v, 1, -1, false);
+	}
+	default:
+		return uring_op(w, K_READ, &a);
+	}
+}
+
+ssize_t weft_io_write(int fd, const void *buf, size_t count)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .buf = (void *)buf, .len = rw_len(count), .off = (uint64_t)-1 };
+
+	switch (io_path(w, IORING_OP_WRITE)) {
+	case PATH_OS:
+		return write(fd, buf, count);
+	case PATH_FALLBACK: {
+		struct iovec v = { (void *)buf, count };
+
+		return fb_rw(fd, &v, 1, -1, true);
+	}
+	default:
+		return uring_op(w, K_WRITE, &a);
+	}
+}
+
+ssize_t weft_io_pread(int fd, void *buf, size_t count, off_t offset)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .buf = buf, .len = rw_len(count), .off = (uint64_t)offset };
+
+	if (offset < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	switch (io_path(w, IORING_OP_READ)) {
+	case PATH_OS:
+		return pread(fd, buf, count, offset);
+	case PATH_FALLBACK: {
+		struct iovec v = { buf, count };
+
+		return fb_rw(fd, &v, 1, offset, false);
+	}
+	default:
+		return uring_op(w, K_READ, &a);
+	}
+}
+
+ssize_t weft_io_pwrite(int fd, const void *buf, size_t count, off_t offset)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .buf = (void *)buf, .len = rw_len(count), .off = (uint64_t)offset };
+
+	if (offset < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	switch (io_path(w, IORING_OP_WRITE)) {
+	case PATH_OS:
+		return pwrite(fd, buf, count, offset);
+	case PATH_FALLBACK: {
+		struct iovec v = { (void *)buf, count };
+
+		return fb_rw(fd, &v, 1, offset, true);
+	}
+	default:
+		return uring_op(w, K_WRITE, &a);
+	}
+}
+
+ssize_t weft_io_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .iov = iov, .iovcnt = (unsigned)iovcnt, .off = (uint64_t)-1 };
+
+	switch (io_path(w, IORING_OP_READV)) {
+	case PATH_OS:
+		return readv(fd, iov, iovcnt);
+	case PATH_FALLBACK:
+		return fb_rw(fd, iov, iovcnt, -1, false);
+	default:
+		break;
+	}
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return uring_op(w, K_READV, &a);
+}
+
+ssize_t weft_io_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .iov = iov, .iovcnt = (unsigned)iovcnt, .off = (uint64_t)-1 };
+
+	switch (io_path(w, IORING_OP_WRITEV)) {
+	case PATH_OS:
+		return writev(fd, iov, iovcnt);
+	case PATH_FALLBACK:
+		return fb_rw(fd, iov, iovcnt, -1, true);
+	default:
+		break;
+	}
+	if (iovcnt < 0 || iovcnt > IOV_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	return uring_op(w, K_WRITEV, &a);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sockets */
+
+ssize_t weft_io_recv(int fd, void *buf, size_t len, int flags)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .buf = buf, .len = rw_len(len), .flags = flags };
+
+	if (flags & MSG_DONTWAIT)
+		return recv(fd, buf, len, flags);
+	switch (io_path(w, IORING_OP_RECV)) {
+	case PATH_OS:
+		return recv(fd, buf, len, flags);
+	case PATH_FALLBACK:
+		return fb_sock(SK_RECV, fd, buf, len, NULL, flags);
+	default:
+		return uring_op(w, K_RECV, &a);
+	}
+}
+
+ssize_t weft_io_send(int fd, const void *buf, size_t len, int flags)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .buf = (void *)buf, .len = rw_len(len), .flags = flags };
+
+	if (flags & MSG_DONTWAIT)
+		return send(fd, buf, len, flags);
+	switch (io_path(w, IORING_OP_SEND)) {
+	case PATH_OS:
+		return send(fd, buf, len, flags);
+	case PATH_FALLBACK:
+		return fb_sock(SK_SEND, fd, (void *)buf, len, NULL, flags);
+	default:
+		return uring_op(w, K_SEND, &a);
+	}
+}
+
+ssize_t weft_io_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .msg = msg, .flags = flags };
+
+	if (flags & MSG_DONTWAIT)
+		return recvmsg(fd, msg, flags);
+	switch (io_path(w, IORING_OP_RECVMSG)) {
+	case PATH_OS:
+		return recvmsg(fd, msg, flags);
+	case PATH_FALLBACK:
+		return fb_sock(SK_RECVMSG, fd, NULL, 0, msg, flags);
+	default:
+		return uring_op(w, K_RECVMSG, &a);
+	}
+}
+
+ssize_t weft_io_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .msg = (struct msghdr *)msg, .flags = flags };
+
+	if (flags & MSG_DONTWAIT)
+		return sendmsg(fd, msg, flags);
+	switch (io_path(w, IORING_OP_SENDMSG)) {
+	case PATH_OS:
+		return sendmsg(fd, msg, flags);
+	case PATH_FALLBACK:
+		return fb_sock(SK_SENDMSG, fd, NULL, 0, (struct msghdr *)msg, flags);
+	default:
+		return uring_op(w, K_SENDMSG, &a);
+	}
+}
+
+int weft_io_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct opargs a = { .fd = fd, .addr = addr, .addrlen = addrlen, .flags = flags };
+
+	switch (io_path(w, IORING_OP_ACCEPT)) {
+	case PATH_OS:
+		return accept4(fd, addr, addrlen, flags);
+	case PATH_FALLBACK: {
+		struct fb_call c = { .kind = FB_ACCEPT, .fd = fd, .addr = addr,
+				     .addrlen = addrlen, .flags = flags };
+		int nb = nonblocking(fd);
+
+		if (nb < 0)
+			return (int)io_ret(nb);
+		if (nb)
+			return accept4(fd, addr, addrlen, flags);
+		/* Wait for a pending connection without holding a helper, then
+		 * accept on the pool: it returns at once unless another
+		 * acceptor took the connection, and then only a helper waits. */
+		if (!fb_wait(fd, POLLIN, deadline_of(io_timeout())))
+			return -1;
+		return (int)fb_offload(&c);
+	}
+	default:
+		return (int)uring_op(w, K_ACCEPT, &a);
+	}
+}
+
+int weft_io_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct wft_worker *w = wft_worker_self();
+	enum io_path path = io_path(w, IORING_OP_CONNECT);
+	struct uop op;
+	int nb;
+
+	if (path == PATH_OS)
+		return connect(fd, addr, addrlen);
+	/* A non-blocking connect must report EINPROGRESS, which io_uring
+	 * never does (it waits): read the flag first. connect is rare. */
+	nb = nonblocking(fd);
+	if (nb < 0)
+		return (int)io_ret(nb);
+	if (nb)
+		return connect(fd, addr, addrlen);
+	if (path == PATH_FALLBACK) {
+		struct fb_call c = { .kind = FB_CONNECT, .fd = fd, .caddr = addr,
+				     .caddrlen = addrlen };
+
+		return (int)fb_offload(&c);
+	}
+	io_uring_prep_connect(uop_begin(w, &op, io_timeout()), fd, addr, addrlen);
+	return (int)io_ret(uop_wait(w, &op));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Files */
+
+int weft_io_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct uop op;
+
+	switch (io_path(w, IORING_OP_OPENAT)) {
+	case PATH_OS:
+		return openat(dirfd, path, flags, mode);
+	case PATH_FALLBACK: {
+		struct fb_call c = { .kind = FB_OPENAT, .fd = dirfd, .path = path,
+				     .flags = flags, .mode = mode };
+
+		return (int)fb_offload(&c);
+	}
+	default:
+		break;
+	}
+	io_uring_prep_openat(uop_begin(w, &op, io_timeout()), dirfd, path, flags, mode);
+	return (int)io_ret(uop_wait(w, &op));
+}
+
+int weft_io_close(int fd)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct uop op;
+
+	if (io_path(w, IORING_OP_CLOSE) != PATH_URING)
+		return close(fd);   /* see Fallback: close does not block */
+	io_uring_prep_close(uop_begin(w, &op, 0), fd);
+	return (int)io_ret(uop_wait(w, &op));
+}
+
+int weft_io_fsync(int fd)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct uop op;
+
+	switch (io_path(w, IORING_OP_FSYNC)) {
+	case PATH_OS:
+		return fsync(fd);
+	case PATH_FALLBACK: {
+		struct fb_call c = { .kind = FB_FSYNC, .fd = fd };
+
+		return (int)fb_offload(&c);
+	}
+	default:
+		break;
+	}
+	io_uring_prep_fsync(uop_begin(w, &op, io_timeout()), fd, 0);
+	return (int)io_ret(uop_wait(w, &op));
+}
+
+/* ---------------------------------------------------------------------- */
+/* poll */
+
+int weft_io_poll(int fd, short events, int timeout_ms)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct pollfd pfd = { fd, events, 0 };
+	short want = events | POLLERR | POLLHUP | POLLNVAL;
+	struct uop op;
+	int rc;
+
+	if (fd < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	switch (io_path(w, IORING_OP_POLL_ADD)) {
+	case PATH_OS:
+		rc = poll(&pfd, 1, timeout_ms);
+		return rc > 0 ? pfd.revents : rc;
+	case PATH_FALLBACK:
+		rc = poll(&pfd, 1, 0);
+		if (rc != 0 || timeout_ms == 0)
+			return rc > 0 ? pfd.revents : rc;
+		rc = wft_offload_wait_fd(fd, events,
+				timeout_ms < 0 ? WEFT_TIME_INFINITE
+					       : deadline_of((uint64_t)timeout_ms * 1000000ull));
+		return rc & want;
+	default:
+		break;
+	}
+	if (timeout_ms == 0) {
+		rc = poll(&pfd, 1, 0);
+		return rc > 0 ? pfd.revents : rc;
+	}
+	io_uring_prep_poll_add(uop_begin(w, &op, timeout_ms > 0 ? (uint64_t)timeout_ms * 1000000ull : 0),
+			       fd, (unsigned)(unsigned short)events);
+	rc = uop_wait(w, &op);
+	if (rc == -ETIMEDOUT)
+		return 0;                 /* poll's own timeout: 0, as poll(2) */
+	if (rc == -EBADF)
+		return POLLNVAL;          /* as poll(2) reports a bad fd */
+	if (rc < 0)
+		return (int)io_ret(rc);
+	return rc & want;
+}

@@ -1,0 +1,96 @@
+/*
+ * runtime/sanitizer.h - telling ASan, TSan and Valgrind about stacks and
+ * switches, in one place. The #if blocks are at file level (no #ifdef in
+ * function bodies); each hook is an empty inline in a plain build.
+ *
+ * The switch protocol (runtime/worker.c calls these around wft_ctx_switch):
+ *   wft_san_switch_begin(from_fake_save, to_fiber, to_stack, to_size)
+ *   ... wft_ctx_switch ...
+ *   wft_san_switch_end(fake_save)
+ * ASan: __sanitizer_start_switch_fiber before, __sanitizer_finish_switch_fiber
+ * after (a dying context passes NULL as its save slot so ASan frees its fake
+ * stack). TSan: __tsan_switch_to_fiber right before the switch, one fiber per
+ * light thread, created at first run and destroyed when the TCB is freed.
+ * Valgrind: stacks are registered when mapped and deregistered when unmapped.
+ */
+#ifndef WFT_SANITIZER_H
+#define WFT_SANITIZER_H
+
+#include "config.h"
+#include <stddef.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define WFT_ASAN 1
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+#else
+#define WFT_ASAN 0
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define WFT_TSAN 1
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#else
+#define WFT_TSAN 0
+#endif
+
+#ifdef HAVE_VALGRIND_VALGRIND_H
+#include <valgrind/valgrind.h>
+#define WFT_VG_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER((lo), (hi))
+#define WFT_VG_STACK_DEREGISTER(id) VALGRIND_STACK_DEREGISTER(id)
+#else
+#define WFT_VG_STACK_REGISTER(lo, hi) 0u
+#define WFT_VG_STACK_DEREGISTER(id) ((void)(id))
+#endif
+
+static inline void wft_san_switch_begin(void **fake_save, void *to_fiber,
+					const void *to_bottom, size_t to_size)
+{
+#if WFT_ASAN
+	__sanitizer_start_switch_fiber(fake_save, to_bottom, to_size);
+#endif
+#if WFT_TSAN
+	__tsan_switch_to_fiber(to_fiber, 0);
+#endif
+	(void)fake_save; (void)to_fiber; (void)to_bottom; (void)to_size;
+}
+
+static inline void wft_san_switch_end(void *fake_save)
+{
+#if WFT_ASAN
+	__sanitizer_finish_switch_fiber(fake_save, NULL, NULL);
+#endif
+	(void)fake_save;
+}
+
+static inline void *wft_san_fiber_create(void)
+{
+#if WFT_TSAN
+	return __tsan_create_fiber(0);
+#else
+	return NULL;
+#endif
+}
+
+static inline void *wft_san_fiber_current(void)
+{
+#if WFT_TSAN
+	return __tsan_get_current_fiber();
+#else
+	return NULL;
+#endif
+}
+
+static inline void wft_san_fiber_destroy(void *f)
+{
+#if WFT_TSAN
+	if (f)
+		__tsan_destroy_fiber(f);
+#endif
+	(void)f;
+}
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * runtime/stack.c - thread stacks: mmap'd, guard page by default, allocated
+ * when a thread first runs, cached per worker when it finishes.
+ *
+ * What it owns: the mapping of each thread stack and each worker's stack
+ * cache (an owner-only array of {base, size, guard} entries).
+ *
+ * Layout of one stack mapping (grows down):
+ *
+ *   base                base+page                               base+map_size
+ *   | guard (PROT_NONE) | usable stack ............................ |
+ *
+ * Without a guard page the mapping is just the usable part. Each stack with
+ * a guard costs two VMAs (the mprotect splits the mapping), so the default
+ * vm.max_map_count of 65530 allows roughly 32,000 simultaneously live
+ * guarded stacks in a process (minus what the program maps itself).
+ * attr.guard = 0 halves that cost to one VMA per stack, at the price of no
+ * overflow detection. Threads that have not run yet hold no stack at all,
+ * so 1,000,000 spawned-but-unstarted threads cost only their TCBs.
+ *
+ * Invariants:
+ *   I1 A cached stack's usable size and guard flag are recorded with it; a
+ *      thread gets a cached stack only if both match what it asked for.
+ *   I2 The cache of worker w is touched only by w (owner only), so no lock.
+ *   I3 The cache holds at most STACK_CACHE_MAX entries; the idle loop trims
+ *      it to STACK_CACHE_KEEP when the worker parks (memory goes back to
+ *      the kernel when the program stops spawning).
+ *
+ * Rejected: a global lock-free stack cache (stacks are allocated and freed
+ * on the same worker in the common spawn/exit churn, so per-worker caches
+ * hit without sharing a cache line); MAP_GROWSDOWN (unreliable, and it
+ * cannot coexist with a guard page the runtime controls).
+ */
+#include "runtime/wft.h"
+#include "runtime/sanitizer.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Enough for the spawn/exit churn of a worker (a burst of short threads
+ * recycles the same few stacks); bounded so a burst of 100,000 threads
+ * does not pin 100,000 stacks. */
+#define STACK_CACHE_MAX 64
+/* What a parked worker keeps. */
+#define STACK_CACHE_KEEP 8
+
+struct stack_entry {
+	void *base;
+	size_t size;
+	int guard;
+	unsigned vg;
+};
+
+static size_t page_size;
+
+size_t wft_page_size(void)
+{
+	if (!page_size)
+		page_size = (size_t)sysconf(_SC_PAGESIZE);
+	return page_size;
+}
+
+static size_t map_size(size_t size, int guard)
+{
+	return size + (guard ? wft_page_size() : 0);
+}
+
+static void stack_unmap(struct stack_entry *e)
+{
+	WFT_VG_STACK_DEREGISTER(e->vg);
+	munmap(e->base, map_size(e->size, e->guard));
+}
+
+int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
+{
+	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
+	size_t len;
+	void *p;
+
+	for (unsigned i = w->nstacks; i-- > 0;) {
+		if (cache[i].size == t->stack_size && cache[i].guard == t->guard) {
+			t->stack = cache[i].base;
+			t->stack_vg = cache[i].vg;
+			cache[i] = cache[--w->nstacks];
+			return 0;
+		}
+	}
+	if (wft_fault_alloc())
+		return ENOMEM;
+	len = map_size(t->stack_size, t->guard);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED)
+		return ENOMEM;
+	if (t->guard && mprotect(p, wft_page_size(), PROT_NONE) != 0) {
+		munmap(p, len);
+		return ENOMEM;
+	}
+	t->stack = p;
+	/* Valgrind: register the usable part; the id travels with the stack */
+	t->stack_vg = WFT_VG_STACK_REGISTER((char *)p + (t->guard ? wft_page_size() : 0),
+					    (char *)p + len);
+	return 0;
+}
+
+void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
+{
+	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
+	struct stack_entry e = { t->stack, t->stack_size, t->guard, t->stack_vg };
+
+	if (!t->stack)
+		return;
+	t->stack = NULL;
+	if (w->nstacks < w->stack_cache_cap) {
+		cache[w->nstacks++] = e;
+		return;
+	}
+	stack_unmap(&e);
+}
+
+void wft_stack_trim(struct wft_worker *w, unsigned keep)
+{
+	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
+
+	while (w->nstacks > keep)
+		stack_unmap(&cache[--w->nstacks]);
+}
+
+int wft_stack_cache_init(struct wft_worker *w)
+{
+	w->stack_cache = calloc(STACK_CACHE_MAX, sizeof(struct stack_entry));
+	if (!w->stack_cache)
+		return ENOMEM;
+	w->stack_cache_cap = STACK_CACHE_MAX;
+	w->nstacks = 0;
+	return 0;
+}
+
+void wft_stack_cache_fini(struct wft_worker *w)
+{
+	wft_stack_trim(w, 0);
+	free(w->stack_cache);
+	w->stack_cache = NULL;
+	w->stack_cache_cap = 0;
+}
+
+unsigned wft_stack_cache_keep(void)
+{
+	return STACK_CACHE_KEEP;
+}

@@ -1,0 +1,71 @@
+/*
+ * runtime/stats.c - per-worker counters, summed on read (stats.def lists them).
+ *
+ * Each worker's counters sit in its own cache-line-aligned struct and are
+ * written only by that worker (relaxed load + store); readers sum them with
+ * relaxed loads, so a sum taken while workers run is approximate but every
+ * counter is monotonic. Increments made by plain OS threads (spawn from
+ * main(), a wake from a pthread) go to wft_stats_os with atomic adds.
+ * Workers' counters are folded into `retired` when the runtime shuts down,
+ * so weft_stats_get() after weft_shutdown() still reports the run.
+ */
+#include "runtime/wft.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct wft_stats wft_stats_os;
+static struct wft_stats retired;
+
+#define LOAD(p) atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
+
+static void add_stats(weft_stats_t *s, const struct wft_stats *w)
+{
+#define WFT_STAT(name, desc) s->name += LOAD(&w->name);
+#include "runtime/stats.def"
+#undef WFT_STAT
+}
+
+void wft_stats_retire(struct wft_worker *w)
+{
+#define WFT_STAT(name, desc) retired.name += LOAD(&w->stats.name);
+#include "runtime/stats.def"
+#undef WFT_STAT
+}
+
+void wft_stats_reset_unsafe(void);
+void wft_stats_reset_unsafe(void)
+{
+	memset(&retired, 0, sizeof(retired));
+	memset(&wft_stats_os, 0, sizeof(wft_stats_os));
+}
+
+int weft_stats_get(weft_stats_t *s)
+{
+	if (!s)
+		return EINVAL;
+	memset(s, 0, sizeof(*s));
+	add_stats(s, &retired);
+	add_stats(s, &wft_stats_os);
+	/* acquire: pairs with the release store of RUNNING in weft_init, so
+	 * the workers array is visible */
+	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) == 2)
+		for (int i = 0; i < wft_rt.nworkers; i++)
+			add_stats(s, &wft_rt.workers[i]->stats);
+	return 0;
+}
+
+int weft_stats_print(FILE *f)
+{
+	weft_stats_t s;
+
+	if (!f)
+		f = stderr;
+	weft_stats_get(&s);
+	fprintf(f, "\n weft scheduler counters (%d workers):\n\n", wft_rt.nworkers);
+#define WFT_STAT(name, desc) fprintf(f, "%18llu  %s\n", (unsigned long long)s.name, desc);
+#include "runtime/stats.def"
+#undef WFT_STAT
+	fprintf(f, "\n");
+	return 0;
+}

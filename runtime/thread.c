@@ -1,0 +1,607 @@
+/*
+ * runtime/thread.c - light threads: TCB pool, spawn, join, detach, exit,
+ * yield, park/unpark and sleeping.
+ *
+ * What it owns: the thread control blocks (struct weft_thread) from
+ * creation to reuse, the join protocol and the park protocol.
+ *
+ * Objects and states: a TCB's run state (enum wft_tstate) and join state
+ * (WFT_J_*), both documented in runtime/wft.h.
+ *
+ * Invariants:
+ *   I1 TCB memory is type-stable: TCBs come from slabs that are freed only by
+ *      weft_shutdown(), so a stale pointer (a late unpark of a thread that
+ *      exited) reads a TCB, never unmapped memory; t->seq changes on reuse.
+ *   I2 A TCB is freed exactly once: by the joiner, by the detacher of an
+ *      exited thread, or (detached at exit) by the switch-out of its exit.
+ *   I3 Nobody frees a TCB or its stack while it is still switching out
+ *      (on_cpu != 0); see "Finishing a switch" in runtime/worker.c.
+ *
+ * Park protocol (the token). Each thread has one unpark token.
+ *
+ *   parker (the thread itself)          unparker (any thread)
+ *   -------------------------------     ---------------------------------
+ *   if xchg(token, 0) == 1: return      xchg(token, 1)       (seq_cst)
+ *   store state = PARKED   (seq_cst)    if state == PARKED:  (seq_cst CAS)
+ *   if xchg(token, 0) == 1:                 CAS PARKED -> RUNNABLE, enqueue
+ *       CAS PARKED -> RUNNING, return
+ *   switch away
+ *
+ * Either the parker's second xchg sees the token, or the unparker's CAS sees
+ * PARKED, because both sides store then load with seq_cst operations (a
+ * StoreLoad pair: in the single total order one store comes first and the
+ * other side's later load sees it). If both see each other, the CAS decides:
+ * if the unparker's CAS wins, the parker finds state != PARKED, switches
+ * away anyway and is resumed from the queue the unparker put it in; if the
+ * parker's CAS wins, the unparker's CAS fails and it does nothing. A timeout
+ * (timer fn) and a cancel race the same CAS: exactly one wins
+ * (wft_wake in runtime/wake.c), and the winner writes wake_reason.
+ * Interleavings considered: unpark before park (token consumed at once);
+ * unpark between the state store and the second xchg (either side sees the
+ * other, CAS decides); two unparkers (the second finds token already 1: the
+ * first is responsible); unpark racing the deadline (one CAS winner; the
+ * loser's token stays set, so the next park returns at once: spurious
+ * returns are allowed by the API).
+ *
+ * Join protocol (t->jstate):
+ *   joiner: t->joiner = &waiter; CAS JOINABLE -> JOINING (release: publishes
+ *           the waiter pointer), wait; or find EXITED and reap.
+ *   exit:   JOINABLE -> EXITED (release: publishes t->ret), or
+ *           JOINING -> EXITED then wake the joiner's waiter, or
+ *           DETACHED: free_on_exit, freed by the switch-out.
+ *   detach: JOINABLE -> DETACHED, or EXITED -> FREE and reap.
+ *   reap:   CAS EXITED -> FREE (exactly one reaper), wait on_cpu == 0 (I3).
+ *
+ * TCB pool: a per-worker cache (owner only, no atomics) over a global
+ * ABA-safe stack. The global stack uses libatomic_ops' double-word CAS
+ * (cmpxchg16b): {top, version} changes together, so a pop that read
+ * top->link before another thread popped and re-pushed top fails its CAS.
+ * C11 <stdatomic.h> gives no lock-free 16-byte CAS (GCC routes it through
+ * libatomic's locks), which is why libatomic_ops is used here. (AO_stack
+ * itself is not used: its implementation is in libatomic_ops_gpl, and weft
+ * does not link GPL code.)
+ */
+#include "runtime/wft.h"
+#include "runtime/sanitizer.h"
+
+#include <atomic_ops.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------------- */
+/* TCB pool */
+
+/* TCBs per slab: 64 KiB-ish slabs amortise malloc while keeping the first
+ * spawn cheap. */
+#define TCB_SLAB 256
+/* Per-worker TCB cache bound: twice the slab churn of a spawn burst. */
+#define TCB_CACHE_MAX 512
+
+struct tcb_slab {
+	struct tcb_slab *next;
+	struct weft_thread tcbs[TCB_SLAB];
+};
+
+static AO_double_t tcb_free __attribute__((aligned(16)));  /* {top, version} */
+static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tcb_slab *slabs;   /* slab_lock */
+
+static void global_push(struct weft_thread *first, struct weft_thread *last)
+{
+	AO_t top, ver;
+
+	do {
+		/* acquire loads of both halves; the double CAS validates them */
+		ver = AO_load_acquire(&tcb_free.AO_val2);
+		top = AO_load_acquire(&tcb_free.AO_val1);
+		last->link = (struct weft_thread *)top;
+		/* full barrier CAS: publishes the chain's links (release) */
+	} while (!AO_compare_double_and_swap_double_full(&tcb_free, top, ver,
+				(AO_t)first, ver + 1));
+}
+
+static struct weft_thread *global_pop(void)
+{
+	AO_t top, ver;
+	struct weft_thread *t;
+
+	do {
+		ver = AO_load_acquire(&tcb_free.AO_val2);
+		top = AO_load_acquire(&tcb_free.AO_val1);
+		t = (struct weft_thread *)top;
+		if (!t)
+			return NULL;
+		/* t->link may be stale if t was popped meanwhile; the version
+		 * half makes the CAS fail then (I1 makes the read safe) */
+	} while (!AO_compare_double_and_swap_double_full(&tcb_free, top, ver,
+				(AO_t)__atomic_load_n(&t->link, __ATOMIC_RELAXED), ver + 1));
+	return t;
+}
+
+static int slab_grow(void)
+{
+	struct tcb_slab *s;
+
+	if (wft_fault_alloc())
+		return ENOMEM;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return ENOMEM;
+	for (unsigned i = 0; i < TCB_SLAB; i++) {
+		s->tcbs[i].link = i + 1 < TCB_SLAB ? &s->tcbs[i + 1] : NULL;
+		atomic_init(&s->tcbs[i].jstate, WFT_J_FREE);
+	}
+	pthread_mutex_lock(&slab_lock);
+	s->next = slabs;
+	slabs = s;
+	pthread_mutex_unlock(&slab_lock);
+	global_push(&s->tcbs[0], &s->tcbs[TCB_SLAB - 1]);
+	return 0;
+}
+
+struct weft_thread *wft_tcb_alloc(struct wft_worker *w)
+{
+	struct weft_thread *t;
+
+	if (w && w->tcb_cache) {
+		t = w->tcb_cache;
+		w->tcb_cache = t->link;
+		w->ntcb--;
+		return t;
+	}
+	while (!(t = global_pop())) {
+		if (slab_grow())
+			return NULL;
+	}
+	return t;
+}
+
+void wft_tcb_release(struct wft_worker *w, struct weft_thread *t)
+{
+	if (w && w->ntcb < TCB_CACHE_MAX) {
+		t->link = w->tcb_cache;
+		w->tcb_cache = t;
+		w->ntcb++;
+		return;
+	}
+	global_push(t, t);
+}
+
+/* Return a worker's cache to the global pool (worker exit). */
+void wft_tcb_cache_flush(struct wft_worker *w)
+{
+	while (w->tcb_cache) {
+		struct weft_thread *t = w->tcb_cache;
+
+		w->tcb_cache = t->link;
+		global_push(t, t);
+	}
+	w->ntcb = 0;
+}
+
+void wft_tcb_pool_fini_unsafe(void)
+{
+	while (slabs) {
+		struct tcb_slab *s = slabs;
+
+		slabs = s->next;
+		for (unsigned i = 0; i < TCB_SLAB; i++)
+			wft_san_fiber_destroy(s->tcbs[i].san_fiber);
+		free(s);
+	}
+	tcb_free.AO_val1 = 0;
+	tcb_free.AO_val2 = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Spawn, exit, join, detach */
+
+int weft_attr_init(weft_attr_t *attr)
+{
+	static const weft_attr_t def = WEFT_ATTR_INITIALIZER;
+
+	if (!attr)
+		return EINVAL;
+	*attr = def;
+	return 0;
+}
+
+struct weft_thread *wft_thread_self(void)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	return w ? w->current : NULL;
+}
+
+weft_thread_t weft_self(void)
+{
+	return wft_thread_self();
+}
+
+int weft_worker_id(void)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	return w ? w->id : -1;
+}
+
+const char *weft_thread_name(weft_thread_t t)
+{
+	return t ? t->name : NULL;
+}
+
+void wft_thread_free(struct weft_thread *t)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	free(t->specific);
+	t->specific = NULL;
+	t->nspecific = 0;
+	/* release: the TCB's last uses happen before a reuse that finds FREE */
+	atomic_store_explicit(&t->jstate, WFT_J_FREE, memory_order_release);
+	wft_tcb_release(w, t);
+}
+
+/* Wait until t's exit switch has finished (I3). */
+static void wait_off_cpu(struct weft_thread *t)
+{
+	/* acquire: pairs with the release store of on_cpu = 0 in
+	 * finish_switch (runtime/worker.c) */
+	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+		wft_cpu_relax();
+}
+
+int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+{
+	static const weft_attr_t def = WEFT_ATTR_INITIALIZER;
+	struct wft_worker *w;
+	struct weft_thread *t;
+	size_t ss;
+	int rc;
+
+	if (!fn)
+		return EINVAL;
+	if (!attr)
+		attr = &def;
+	if (attr->stack_size && attr->stack_size < WEFT_STACK_MIN)
+		return EINVAL;
+	if (attr->guard != 0 && attr->guard != 1)
+		return EINVAL;
+	/* acquire: pairs with the release store of RUNNING in weft_init */
+	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
+		rc = weft_init(NULL);
+		if (rc && rc != EBUSY)
+			return rc;
+	}
+	if (attr->worker < -1 || attr->worker >= wft_rt.nworkers)
+		return EINVAL;
+	if (!attr->detached && !out)
+		return EINVAL;
+	w = wft_worker_self();
+	t = wft_tcb_alloc(w);
+	if (!t)
+		return EAGAIN;
+
+	ss = attr->stack_size ? attr->stack_size : wft_rt.stack_size;
+	ss = (ss + wft_page_size() - 1) & ~(wft_page_size() - 1);
+	t->fn = fn;
+	t->arg = arg;
+	t->ret = NULL;
+	t->stack = NULL;
+	t->stack_size = ss;
+	t->guard = attr->guard;
+	t->pin = attr->worker;
+	t->started = 0;
+	t->free_on_exit = 0;
+	t->link = NULL;
+	t->joiner = NULL;
+	t->seq++;
+	t->wake_reason = WFT_WAKE_NORMAL;
+	t->specific = NULL;
+	t->nspecific = 0;
+	t->timer.fn = NULL;
+	t->timer.heap = NULL;
+	atomic_store_explicit(&t->timer.tstate, WFT_TM_IDLE, memory_order_relaxed);
+	atomic_store_explicit(&t->token, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->on_cpu, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->worker, NULL, memory_order_relaxed);
+	if (attr->name) {
+		strncpy(t->name, attr->name, sizeof(t->name) - 1);
+		t->name[sizeof(t->name) - 1] = '\0';
+	} else {
+		t->name[0] = '\0';
+	}
+	/* relaxed: the TCB is published to its worker by the queue push
+	 * (release) below */
+	atomic_store_explicit(&t->jstate, attr->detached ? WFT_J_DETACHED : WFT_J_JOINABLE,
+			      memory_order_relaxed);
+	atomic_store_explicit(&t->state, WFT_T_NEW, memory_order_relaxed);
+	/* relaxed: a counter; shutdown waits for it with its own futex protocol */
+	atomic_fetch_add_explicit(&wft_rt.nthreads, 1, memory_order_relaxed);
+	if (out)
+		*out = attr->detached ? NULL : t;
+
+	if (w)
+		wft_stat_inc(w, spawns);
+	else
+		wft_stat_os_inc(spawns);
+	/* Place it: its pinned worker, else the spawner's worker, else round
+	 * robin for spawns from OS threads. */
+	{
+		struct wft_worker *target;
+
+		if (t->pin >= 0) {
+			target = wft_rt.workers[t->pin];
+		} else if (w) {
+			target = w;
+		} else {
+			static _Atomic unsigned rr;
+			/* relaxed: just a spreading counter */
+			unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed);
+
+			target = wft_rt.workers[i % (unsigned)wft_rt.nworkers];
+		}
+		atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
+		if (target == w)
+			wft_worker_push_local(w, t, false);
+		else
+			wft_worker_push_remote(target, t, t, 1);
+	}
+	return 0;
+}
+
+/* Finish the calling thread: destructors, join hand-off, switch away. */
+static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *ret)
+{
+	struct wft_worker *w;
+	int js;
+
+	wft_key_run_destructors(t);
+	t->ret = ret;
+	/* acquire: pairs with the release CAS of a joiner (publishes t->joiner) */
+	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
+	for (;;) {
+		if (js == WFT_J_JOINABLE) {
+			/* release: publishes t->ret to the joiner that finds EXITED */
+			if (atomic_compare_exchange_weak_explicit(&t->jstate, &js, WFT_J_EXITED,
+					memory_order_acq_rel, memory_order_acquire))
+				break;
+		} else if (js == WFT_J_JOINING) {
+			/* Only the exiting thread leaves JOINING. release: publishes
+			 * t->ret (the waiter wake below also releases). */
+			atomic_store_explicit(&t->jstate, WFT_J_EXITED, memory_order_release);
+			wft_waiter_wake(t->joiner);
+			break;
+		} else {
+			/* DETACHED: nobody will join; the exit switch frees it (I2) */
+			t->free_on_exit = 1;
+			break;
+		}
+	}
+	w = wft_worker_self();
+	wft_stat_inc(w, exits);
+	atomic_store_explicit(&t->state, WFT_T_DONE, memory_order_relaxed);
+	wft_worker_schedule(w, WFT_SCHED_EXIT);
+	wft_panic("exited thread resumed");
+}
+
+void wft_thread_start(struct wft_ctx *prev, void *arg)
+{
+	struct weft_thread *t = arg;
+	void *ret;
+
+	(void)prev;
+	wft_san_switch_end(NULL);
+	wft_worker_finish_switch(wft_worker_self());
+	ret = t->fn(t->arg);
+	thread_exit(t, ret);
+}
+
+int weft_exit(void *ret)
+{
+	struct weft_thread *t = wft_thread_self();
+
+	if (!t)
+		return EPERM;
+	thread_exit(t, ret);
+}
+
+/* Claim an EXITED thread for freeing. Returns 0 or EINVAL. */
+static int reap(struct weft_thread *t, void **ret)
+{
+	int js = WFT_J_EXITED;
+
+	/* acq_rel: exactly one reaper (I2); acquire pairs with the exit's
+	 * release, making t->ret visible */
+	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_FREE,
+			memory_order_acq_rel, memory_order_acquire))
+		return EINVAL;
+	wait_off_cpu(t);
+	if (ret)
+		*ret = t->ret;
+	wft_thread_free(t);
+	return 0;
+}
+
+int weft_join(weft_thread_t t, void **ret)
+{
+	struct wft_waiter wt;
+	int js;
+
+	if (!t)
+		return EINVAL;
+	if (t == wft_thread_self())
+		return EDEADLK;
+	/* acquire: pairs with the exit's release */
+	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
+	if (js == WFT_J_EXITED)
+		return reap(t, ret);
+	if (js != WFT_J_JOINABLE)
+		return EINVAL;
+	wft_waiter_init(&wt);
+	t->joiner = &wt;
+	/* release: publishes t->joiner to the exiting thread */
+	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_JOINING,
+			memory_order_acq_rel, memory_order_acquire)) {
+		if (js == WFT_J_EXITED)
+			return reap(t, ret);
+		return EINVAL;
+	}
+	wft_waiter_wait(&wt, WEFT_TIME_INFINITE);
+	/* The exit stored EXITED before waking us; we are the only reaper. */
+	return reap(t, ret);
+}
+
+int weft_detach(weft_thread_t t)
+{
+	int js;
+
+	if (!t)
+		return EINVAL;
+	/* acquire: pairs with the exit's release */
+	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
+	for (;;) {
+		if (js == WFT_J_EXITED)
+			return reap(t, NULL);
+		if (js != WFT_J_JOINABLE)
+			return EINVAL;
+		/* acq_rel: races the exit's CAS; one of them wins */
+		if (atomic_compare_exchange_weak_explicit(&t->jstate, &js, WFT_J_DETACHED,
+				memory_order_acq_rel, memory_order_acquire))
+			return 0;
+	}
+}
+
+int weft_yield(void)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	if (!w || !w->current) {
+		sched_yield();
+		return 0;
+	}
+	wft_stat_inc(w, yields);
+	wft_worker_schedule(w, WFT_SCHED_YIELD);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Park / unpark (see "Park protocol" above) */
+
+static void park_timeout(struct wft_timer *tm)
+{
+	struct weft_thread *t = wft_container_of(tm, struct weft_thread, timer);
+
+	wft_wake(t, WFT_WAKE_TIMEOUT);
+}
+
+int wft_thread_park(weft_time_t deadline)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct weft_thread *t = w->current;
+	int expected, timed = deadline != WEFT_TIME_INFINITE;
+
+	/* acquire: pairs with the unparker's xchg; what it wrote before the
+	 * unpark (e.g. a waiter's state) is visible */
+	if (atomic_exchange_explicit(&t->token, 0, memory_order_acquire))
+		return 0;
+	if (timed) {
+		if (deadline <= wft_now())
+			return ETIMEDOUT;
+		t->timer.fn = park_timeout;
+		if (wft_timer_arm(w, &t->timer, deadline))
+			return 0;   /* no memory for the heap: a spurious return, the caller loops */
+	}
+	t->wake_reason = WFT_WAKE_NORMAL;
+	/* seq_cst: StoreLoad with the token xchg below; pairs with the
+	 * unparker's seq_cst xchg + CAS (Park protocol) */
+	atomic_store_explicit(&t->state, WFT_T_PARKED, memory_order_seq_cst);
+	if (atomic_exchange_explicit(&t->token, 0, memory_order_seq_cst)) {
+		expected = WFT_T_PARKED;
+		/* acq_rel: races the unparker's / timer's CAS; one wins */
+		if (atomic_compare_exchange_strong_explicit(&t->state, &expected, WFT_T_RUNNING,
+				memory_order_acq_rel, memory_order_acquire)) {
+			if (timed)
+				wft_timer_cancel(&t->timer);
+			return 0;
+		}
+		/* A waker won and queued us: go through the scheduler anyway. */
+	}
+	wft_stat_inc(w, thread_parks);
+	wft_worker_schedule(w, WFT_SCHED_PARK);
+	/* Resumed, maybe on another worker: t is still us, w is stale. */
+	if (timed)
+		wft_timer_cancel(&t->timer);
+	if (t->wake_reason == WFT_WAKE_TIMEOUT)
+		return ETIMEDOUT;
+	/* relaxed: consume the token of the unpark that woke us (acquire was
+	 * provided by the queue hand-off that resumed us) */
+	atomic_store_explicit(&t->token, 0, memory_order_relaxed);
+	return 0;
+}
+
+int weft_park(void)
+{
+	if (!wft_thread_self())
+		return EPERM;
+	return wft_thread_park(WEFT_TIME_INFINITE);
+}
+
+int weft_park_until(weft_time_t deadline)
+{
+	if (!wft_thread_self())
+		return EPERM;
+	return wft_thread_park(deadline);
+}
+
+int weft_unpark(weft_thread_t t)
+{
+	if (!t)
+		return EINVAL;
+	/* seq_cst: StoreLoad with the state CAS in wft_wake (Park protocol) */
+	if (atomic_exchange_explicit(&t->token, 1, memory_order_seq_cst))
+		return 0;   /* already pending: the earlier unparker is responsible */
+	wft_wake(t, WFT_WAKE_NORMAL);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Time */
+
+weft_time_t wft_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (weft_time_t)ts.tv_sec * 1000000000ull + (weft_time_t)ts.tv_nsec;
+}
+
+weft_time_t weft_now_ns(void)
+{
+	return wft_now();
+}
+
+int weft_sleep_until(weft_time_t deadline)
+{
+	if (!wft_thread_self()) {
+		struct timespec ts = {
+			(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)
+		};
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		return 0;
+	}
+	/* Unparks during a sleep are spurious for it: loop to the deadline. */
+	while (wft_thread_park(deadline) != ETIMEDOUT)
+		;
+	return 0;
+}
+
+int weft_sleep_ns(uint64_t ns)
+{
+	weft_time_t now = wft_now();
+
+	return weft_sleep_until(ns > UINT64_MAX - now ? WEFT_TIME_INFINITE - 1 : now + ns);
+}

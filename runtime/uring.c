@@ -1,0 +1,622 @@
+/*
+ * runtime/uring.c - one io_uring per worker: batched submission, reaping in
+ * the scheduling loop, the idle sleep and the kick.
+ *
+ * What it owns: struct wft_uring (runtime/uring.h), one per worker, set up
+ * and torn down on the worker's own OS thread; the decision of when a worker
+ * enters the kernel for I/O; the kick that wakes a worker sleeping in its
+ * ring. The I/O calls themselves are in runtime/io.c, the no-io_uring
+ * fallback in runtime/offload.c. See DESIGN.md "Scheduling loop" step 2 and
+ * step 4 (the idle sleep), and issue 4.
+ *
+ * Objects and states. A ring belongs to one worker (w->ring) and only that
+ * worker's OS thread touches its SQ and CQ (the ring is created with
+ * SINGLE_ISSUER when the kernel accepts it, so the kernel checks this).
+ * Light threads running on the worker queue SQEs into it directly (they run
+ * on the worker's OS thread). An SQE's user_data is the address of the
+ * struct wft_waiter of the weft thread that waits for it, or a tag below
+ * WFT_URING_TAG_MAX (uring.h). Per ring:
+ *   queued    - SQEs prepared but not submitted: sqe_tail - khead
+ *               (io_uring_sq_ready);
+ *   in flight - submitted, completion not reaped; the waiting thread is
+ *               parked on its waiter;
+ *   reaped    - the CQE was copied out and the waiter woken.
+ *
+ * Invariants:
+ *   I1 Only the owner worker's OS thread submits to, enters or reaps its
+ *      ring. Kickers touch only r->efd (and r->kickers / r->closing).
+ *   I2 Every SQE that carries a waiter address is reaped exactly once, and
+ *      its waiter stays valid until then: the thread that owns the waiter
+ *      is parked in wft_waiter_wait() until the reaper stores WOKEN, and
+ *      spurious unparks only make it re-check and park again.
+ *   I3 A thread never keeps w across its park: it may resume on another
+ *      worker; the completion arrives on the ring it submitted to, and the
+ *      wake path (weft_unpark) finds the thread wherever it is.
+ *   I4 A queued SQE is submitted within FLUSH_HOLD_MAX polls of its worker,
+ *      or at once when the worker runs out of local work or goes to sleep
+ *      (see Batching), so no completion waits for an unrelated event.
+ *   I5 The ring's eventfd is closed only after every kicker that could have
+ *      seen it open has finished writing to it (see Kick lifetime).
+ *
+ * Setup (probing). The kernel is asked for the best mode first and we step
+ * down on EINVAL (an older kernel rejecting a flag):
+ *   1. SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG   (6.1+): completions
+ *      are only processed when the owner enters the kernel - no IPIs or
+ *      task-work interrupts while the worker runs light threads, and the
+ *      TASKRUN flag in the SQ ring says when entering would produce CQEs;
+ *   2. SINGLE_ISSUER | COOP_TASKRUN | TASKRUN_FLAG    (6.0);
+ *   3. COOP_TASKRUN | TASKRUN_FLAG                    (5.19);
+ *   4. no flags.
+ * Each with SUBMIT_ALL (an SQE that fails to prepare does not stall the rest
+ * of the batch; tried without it if rejected), CQSIZE (URING_CQ_ENTRIES) and
+ * CLAMP. Any other error (EPERM from io_uring_disabled or seccomp, ENOSYS,
+ * ENOMEM from a memlock limit) leaves w->ring NULL: the worker sleeps on its
+ * futex and its threads' I/O takes the fallback of runtime/io.c. The choice
+ * is reported by wft_uring_describe() (weft_io_backend(), WEFT_STATS). The
+ * opcodes the I/O layer uses are probed too; an unsupported one falls back
+ * per call.
+ *
+ * Batching. A weft thread that does I/O only queues its SQE and parks. Its
+ * worker's scheduling loop calls wft_uring_poll() at every pick, which
+ *   1. reaps the CQ (no syscall: a load of the CQ tail when it is empty) and
+ *      wakes the waiters' threads (local wakes: they go to this worker's
+ *      next slot / runqueue);
+ *   2. enters the kernel (io_uring_submit_and_get_events: submit + run
+ *      deferred completions, one syscall) if something is due - SQEs are
+ *      queued, or the kernel flagged TASKRUN or CQ_OVERFLOW - AND one of:
+ *      the worker has no other local work (runqueue and next slot empty),
+ *      FLUSH_BATCH SQEs are queued, or the flush was postponed for
+ *      FLUSH_HOLD_MAX polls (I4); then reaps again.
+ * So a worker with many runnable connection threads runs them all, each
+ * queueing its recv/send, and then submits the whole batch with one
+ * io_uring_enter - the shape of an event loop, in blocking style. A worker
+ * about to sleep submits in the same syscall as the sleep (wft_uring_wait).
+ *
+ * Wait. The idle protocol (runtime/idle.c, "Park") announces SLEEPING,
+ * re-checks all sources and calls wft_uring_wait(w, deadline), which
+ * submits what is queued and waits for one CQE with the nearest timer as
+ * timeout (EXT_ARG timespec, relative; liburing falls back to a timeout SQE
+ * on kernels without EXT_ARG). A CQE, the kick, or the deadline end it; the
+ * scheduling loop then reaps in its next poll. So timers and I/O share one
+ * sleep. If a CQE is already waiting or a kicker already moved w->sleep to
+ * KICKED, it does not sleep at all.
+ *
+ * Kick. A waker that moved w->sleep from SLEEPING to KICKED calls
+ * wft_uring_kick(w) (one kick per sleep). It writes 1 to the ring's
+ * eventfd, on which the ring keeps a multishot IORING_OP_POLL_ADD (user
+ * data WFT_URING_TAG_KICK). The write completes the poll, which posts a CQE
+ * (with DEFER_TASKRUN: queues task work and wakes the owner, which runs it
+ * in its wait and finds the CQE), so the wait returns. No kick is lost if
+ * it comes before the worker enters the kernel: the poll is level-armed
+ * from setup, the write's wakeup is recorded as a pending completion (task
+ * work or CQE) that the wait processes before it would sleep. The eventfd
+ * counter is never read; the multishot poll fires once per write (it is
+ * driven by wakeups, not by the level), and a 64-bit count cannot
+ * saturate in practice (a saturated count would only mean a kick is
+ * already pending). If the multishot poll ends (a CQE without F_MORE, e.g.
+ * after a CQ overflow) it is re-armed before the next wait; a kernel
+ * without multishot poll gets a one-shot poll plus a read of the counter
+ * per kick.
+ *
+ *   Rejected: IORING_OP_MSG_RING from the kicker's own ring. Measured with
+ *   weft-micro's cross-worker wake ping-pong on this 2-CPU VM (see the
+ *   numbers at KICK_MSG_RING below) it was no faster than the eventfd
+ *   write, and it needs a ring on the kicking side: kicks also come from
+ *   plain OS threads (weft_unpark from main, the offload helpers and the
+ *   fallback poller completing work, weft_shutdown), which have none, so
+ *   MSG_RING would need the eventfd anyway plus a second code path, and a
+ *   kick from inside wft_uring_poll would re-enter the kicker's SQ. The
+ *   MSG_RING kick stays compiled (KICK_MSG_RING = 0) so the measurement can
+ *   be repeated.
+ *
+ * Kick lifetime (I5). wft_idle_kick_force() (shutdown) may kick a worker
+ * that has already left its loop and is tearing its ring down. Kickers and
+ * teardown use a StoreLoad pair:
+ *
+ *   kicker                                 teardown (owner)
+ *   -----------------------------------    -----------------------------------
+ *   fetch_add(kickers, 1)      (seq_cst)   store(closing, 1)          (seq_cst)
+ *   load(closing)              (seq_cst)   while load(kickers) != 0   (seq_cst)
+ *   0? write(efd)                          close(efd)
+ *   fetch_sub(kickers, 1)      (release)
+ *
+ * Either the kicker sees closing == 1 and does not touch efd, or teardown
+ * sees kickers != 0 and waits for the write to finish, because both sides
+ * store then load with seq_cst operations: in their single total order one
+ * store comes first and the other side's later load sees it. The struct
+ * wft_uring itself lives in a static array indexed by worker id, so a late
+ * kicker never reads freed memory. Interleavings considered: kick before
+ * teardown (normal); kick during teardown (one of the two waits for or
+ * skips the other); kick after teardown (sees closing); two kickers (both
+ * counted).
+ *
+ * Completion of a waiter (the reaper's side of sync/parking.c's Wait
+ * protocol): copy res into wt->result, then wft_waiter_wake(wt), which
+ * stores WOKEN (release: publishes result) and unparks wt->thread (read
+ * before the store: the waiter may vanish right after it). The thread is
+ * normally parked on this worker, so the wake is local and goes to the
+ * next slot. If it was unparked spuriously and runs elsewhere, the unpark
+ * token makes its next park return and it re-reads WOKEN (no lost wakeup).
+ *
+ * Rejected alternatives:
+ *   - one io_uring_enter per operation (submit at queue time): one syscall
+ *     per recv/send, the cost that makes thread-per-connection lose to an
+ *     event loop; batching per round is the point (issue 4).
+ *   - a shared ring for all workers: needs a lock or an MPSC SQ, loses
+ *     SINGLE_ISSUER/DEFER_TASKRUN, and completions would wake threads on
+ *     the wrong worker.
+ *   - SQPOLL: a kernel thread spinning on each SQ costs a CPU per ring on a
+ *     2-CPU machine; batching gets most of the syscall savings for free.
+ *   - reaping CQEs from the waiting thread itself (after its park): the
+ *     CQE could belong to any thread of the worker, and the thread may
+ *     have migrated (I3); the scheduling loop is the one place that owns
+ *     the ring.
+ */
+#include "runtime/wft.h"
+#include "runtime/uring.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <weft/io.h>
+
+/* SQ size: 256 SQEs. A round rarely queues more (FLUSH_BATCH flushes at
+ * 64), and a full SQ only costs an early submit (wft_uring_get_sqe). */
+#define URING_SQ_ENTRIES 256
+/* CQ size: in-flight operations are bounded by threads, not by the SQ: the
+ * 1,000-connection test keeps ~1,000 recvs in flight per worker. 4096 CQEs
+ * (64 KiB) keep overflow (which forces an extra enter) out of the normal
+ * case. */
+#define URING_CQ_ENTRIES 4096
+/* Flush when this many SQEs are queued even if local work remains: one
+ * io_uring_enter (~1-2 us here) amortised to < 30 ns per SQE, and the
+ * first SQE of the batch waits at most ~64 thread runs. */
+#define FLUSH_BATCH 64
+/* ... or when a due flush has been postponed this many polls (I4). Same
+ * reasoning: ~64 switches of delay at most for a completion the kernel
+ * already has (DEFER_TASKRUN) or an SQE we hold. */
+#define FLUSH_HOLD_MAX 64
+/* CQEs copied out per batch before waking their threads (stack array). */
+#define REAP_CHUNK 32
+
+/* Kick through IORING_OP_MSG_RING from the kicker's ring (when it has one)
+ * instead of the eventfd. Measured and rejected, see "Kick" above; tested
+ * with if () so both paths compile. */
+#define KICK_MSG_RING 0
+
+/* One slot per worker id, never freed (Kick lifetime). */
+static struct wft_uring slots[WEFT_WORKERS_MAX];
+
+/* What each worker chose, for wft_uring_describe(): written by the worker
+ * at setup, read by anyone (relaxed: a report, not a protocol). */
+enum { SLOT_UNUSED = 0, SLOT_RING, SLOT_FALLBACK };
+static _Atomic int slot_state[WEFT_WORKERS_MAX];
+static _Atomic unsigned last_flags;     /* setup flags of the last ring made */
+static _Atomic int last_err;            /* errno of the last failed setup */
+static _Atomic int disabled_by_feature; /* NO_URING */
+
+static const struct {
+	unsigned flag;
+	const char *name;
+} flag_names[] = {
+	{ IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER" },
+	{ IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN" },
+	{ IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN" },
+	{ IORING_SETUP_TASKRUN_FLAG, "TASKRUN_FLAG" },
+	{ IORING_SETUP_SUBMIT_ALL, "SUBMIT_ALL" },
+};
+
+/* Setup modes, best first (see Setup). */
+static const unsigned setup_modes[] = {
+	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	0,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Setup and teardown */
+
+static int ring_create(struct wft_uring *r)
+{
+	struct io_uring_params p;
+	int rc = -EINVAL;
+
+	for (size_t i = 0; i < sizeof(setup_modes) / sizeof(setup_modes[0]); i++) {
+		for (int all = 1; all >= 0; all--) {
+			memset(&p, 0, sizeof(p));
+			p.flags = setup_modes[i] | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP |
+				  (all ? IORING_SETUP_SUBMIT_ALL : 0);
+			p.cq_entries = URING_CQ_ENTRIES;
+			rc = io_uring_queue_init_params(URING_SQ_ENTRIES, &r->ring, &p);
+			if (rc == 0) {
+				r->setup_flags = p.flags & ~(unsigned)(IORING_SETUP_CQSIZE |
+								       IORING_SETUP_CLAMP);
+				return 0;
+			}
+			if (rc != -EINVAL)
+				return rc;   /* EPERM, ENOSYS, ENOMEM...: no ring at all */
+		}
+	}
+	return rc;
+}
+
+static void probe_ops(struct wft_uring *r)
+{
+	struct io_uring_probe *p = io_uring_get_probe_ring(&r->ring);
+
+	memset(r->ops, 0, sizeof(r->ops));
+	if (!p)
+		return;   /* pre-5.6 kernel: every call takes the fallback */
+	for (unsigned op = 0; op < IORING_OP_LAST && op <= p->last_op; op++)
+		if (io_uring_opcode_supported(p, (int)op))
+			r->ops[op / 64] |= 1ull << (op % 64);
+	io_uring_free_probe(p);
+}
+
+/* Queue the kick poll on efd (see Kick). Owner. Returns false if the SQ has
+ * no room (the next wait retries). */
+static bool arm_kick(struct wft_uring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (!sqe)
+		return false;
+	if (r->kick_oneshot)
+		io_uring_prep_poll_add(sqe, r->efd, POLLIN);
+	else
+		io_uring_prep_poll_multishot(sqe, r->efd, POLLIN);
+	io_uring_sqe_set_data64(sqe, WFT_URING_TAG_KICK);
+	r->kick_armed = true;
+	return true;
+}
+
+int wft_uring_setup(struct wft_worker *w)
+{
+	struct wft_uring *r = &slots[w->id];
+	int rc;
+
+	w->ring = NULL;
+	wft_offload_ref();
+	if (!wft_feat(URING)) {
+		atomic_store_explicit(&disabled_by_feature, 1, memory_order_relaxed);
+		atomic_store_explicit(&slot_state[w->id], SLOT_FALLBACK, memory_order_relaxed);
+		return 0;
+	}
+	atomic_store_explicit(&disabled_by_feature, 0, memory_order_relaxed);
+	/* No kicker can see this slot yet: w->ring is NULL until the end. */
+	memset(&r->ring, 0, sizeof(r->ring));
+	r->held = 0;
+	r->kick_armed = false;
+	r->kick_oneshot = false;
+	atomic_store_explicit(&r->kickers, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->closing, 0, memory_order_relaxed);
+
+	rc = ring_create(r);
+	if (rc < 0)
+		goto fallback;
+	r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->efd < 0) {
+		rc = -errno;
+		io_uring_queue_exit(&r->ring);
+		goto fallback;
+	}
+	probe_ops(r);
+	if (!wft_uring_has_op(r, IORING_OP_POLL_ADD)) {
+		rc = -ENOSYS;
+		close(r->efd);
+		io_uring_queue_exit(&r->ring);
+		goto fallback;
+	}
+	/* A registered ring fd saves the fd lookup of every io_uring_enter
+	 * (5.18+); without it everything still works. */
+	(void)io_uring_register_ring_fd(&r->ring);
+	arm_kick(r);
+	atomic_store_explicit(&last_flags, r->setup_flags, memory_order_relaxed);
+	atomic_store_explicit(&slot_state[w->id], SLOT_RING, memory_order_relaxed);
+	/* Plain store, published to kickers by the seq_cst exchange of
+	 * w->sleep that precedes this worker's first sleep (idle.c, Park): a
+	 * kicker that saw SLEEPING also sees the ring. */
+	w->ring = r;
+	return 0;
+
+fallback:
+	atomic_store_explicit(&last_err, -rc, memory_order_relaxed);
+	atomic_store_explicit(&slot_state[w->id], SLOT_FALLBACK, memory_order_relaxed);
+	return 0;
+}
+
+void wft_uring_teardown(struct wft_worker *w)
+{
+	struct wft_uring *r = w->ring;
+
+	if (r) {
+		/* seq_cst: StoreLoad pair with the kicker (Kick lifetime) */
+		atomic_store_explicit(&r->closing, 1, memory_order_seq_cst);
+		/* seq_cst load (includes acquire): pairs with the kicker's release
+		 * fetch_sub, so its write(efd) is finished before the close */
+		while (atomic_load_explicit(&r->kickers, memory_order_seq_cst))
+			wft_cpu_relax();
+		/* In-flight operations cannot exist (every thread has exited);
+		 * the kick poll is cancelled by the exit. */
+		io_uring_queue_exit(&r->ring);
+		close(r->efd);
+		r->efd = -1;
+		/* w->ring keeps pointing at the closed slot: a late kick sees
+		 * closing (I5); the worker itself never polls again. */
+	}
+	wft_offload_unref();
+}
+
+/* ---------------------------------------------------------------------- */
+/* Submission and reaping (owner) */
+
+/* Submit what is queued and run deferred completions: one io_uring_enter. */
+static void flush(struct wft_worker *w, struct wft_uring *r)
+{
+	int rc;
+
+	r->held = 0;
+	rc = io_uring_submit_and_get_events(&r->ring);
+	wft_stat_inc(w, io_enters);
+	if (rc > 0)
+		wft_stat_add(w, io_sqes, (uint64_t)rc);
+	/* rc < 0: EBUSY/EAGAIN (CQ overflow backlog, no memory for requests)
+	 * or EINTR. The SQEs stay queued; the next poll reaps (freeing CQ
+	 * room) and retries. */
+}
+
+/* Is an io_uring_enter due: SQEs queued, or the kernel holding
+ * completions (TASKRUN) or overflowed CQEs? */
+static inline bool flush_due(struct wft_uring *r)
+{
+	/* relaxed: a hint written by the kernel; the enter re-checks it */
+	unsigned kf = __atomic_load_n(r->ring.sq.kflags, __ATOMIC_RELAXED);
+
+	return io_uring_sq_ready(&r->ring) > 0 ||
+	       (kf & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
+}
+
+static void kick_cqe(struct wft_uring *r, int res, unsigned flags)
+{
+	if (r->kick_oneshot) {
+		uint64_t v;
+
+		/* reset the count, or the next one-shot poll fires at once */
+		if (read(r->efd, &v, sizeof(v)) < 0)
+			(void)0;   /* EAGAIN: already reset */
+		r->kick_armed = false;
+		return;
+	}
+	if (!(flags & IORING_CQE_F_MORE)) {
+		r->kick_armed = false;
+		/* EINVAL: no multishot poll in this kernel; use one-shot */
+		if (res == -EINVAL)
+			r->kick_oneshot = true;
+	}
+}
+
+/* Copy out and complete every CQE. Returns the waiters woken. Owner. */
+static unsigned reap(struct wft_worker *w, struct wft_uring *r)
+{
+	struct {
+		uint64_t ud;
+		int32_t res;
+		uint32_t flags;
+	} c[REAP_CHUNK];
+	unsigned woken = 0, n;
+
+	do {
+		struct io_uring_cqe *cqe;
+		unsigned head;
+
+		n = 0;
+		io_uring_for_each_cqe(&r->ring, head, cqe) {
+			c[n].ud = cqe->user_data;
+			c[n].res = cqe->res;
+			c[n].flags = cqe->flags;
+			if (++n == REAP_CHUNK)
+				break;
+		}
+		if (!n)
+			break;
+		/* Release the CQ slots before waking anyone: a wake may kick
+		 * another worker, and nothing below touches the CQ again. */
+		io_uring_cq_advance(&r->ring, n);
+		wft_stat_add(w, io_cqes, n);
+		for (unsigned i = 0; i < n; i++) {
+			struct wft_waiter *wt;
+
+			if (c[i].ud < WFT_URING_TAG_MAX || c[i].ud == LIBURING_UDATA_TIMEOUT) {
+				if (c[i].ud == WFT_URING_TAG_KICK)
+					kick_cqe(r, c[i].res, c[i].flags);
+				continue;
+			}
+			wt = (struct wft_waiter *)(uintptr_t)c[i].ud;
+			wt->result = c[i].res;
+			wft_waiter_wake(wt);   /* see "Completion of a waiter" */
+			woken++;
+		}
+	} while (n == REAP_CHUNK);
+	return woken;
+}
+
+/* Nothing else to run here: the runqueue and the next slot are empty (the
+ * mailbox was drained just before the poll). Owner. */
+static inline bool local_idle(struct wft_worker *w)
+{
+	return !w->next && wft_runq_size(w) == 0;
+}
+
+unsigned wft_uring_poll(struct wft_worker *w)
+{
+	struct wft_uring *r = w->ring;
+	unsigned woken = 0;
+
+	if (io_uring_cq_ready(&r->ring))
+		woken = reap(w, r);
+	if (!flush_due(r))
+		return woken;
+	if (woken == 0 && local_idle(w)) {
+		flush(w, r);
+	} else if (io_uring_sq_ready(&r->ring) >= FLUSH_BATCH || ++r->held >= FLUSH_HOLD_MAX) {
+		flush(w, r);
+	} else {
+		return woken;   /* postponed (Batching) */
+	}
+	if (io_uring_cq_ready(&r->ring))
+		woken += reap(w, r);
+	return woken;
+}
+
+struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need)
+{
+	struct wft_uring *r = w->ring;
+	struct io_uring_sqe *sqe;
+
+	while (wft_unlikely(io_uring_sq_space_left(&r->ring) < need)) {
+		/* SQ full: submit now, from this thread (it runs on w's OS
+		 * thread, so SINGLE_ISSUER holds). If the kernel refuses (CQ
+		 * backlog), make room by reaping - the wakes are local - and let
+		 * the woken threads run before trying again. */
+		flush(w, r);
+		if (io_uring_sq_space_left(&r->ring) >= need)
+			break;
+		reap(w, r);
+		weft_yield();
+		w = wft_worker_self();   /* I3: we may have moved */
+		r = w->ring;
+	}
+	sqe = io_uring_get_sqe(&r->ring);
+	return sqe;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Idle sleep and kick */
+
+void wft_uring_wait(struct wft_worker *w, weft_time_t deadline)
+{
+	struct wft_uring *r = w->ring;
+	struct io_uring_cqe *cqe;
+	unsigned queued;
+
+	if (!r->kick_armed)
+		arm_kick(r);
+	queued = io_uring_sq_ready(&r->ring);
+	/* relaxed: our own word; a kicker's KICKED means its eventfd write is
+	 * on the way, so sleeping now would only be woken at once */
+	if (io_uring_cq_ready(&r->ring) ||
+	    atomic_load_explicit(&w->sleep, memory_order_relaxed) != WFT_W_SLEEPING) {
+		if (queued)
+			flush(w, r);
+		return;
+	}
+	r->held = 0;
+	wft_stat_inc(w, io_enters);
+	wft_stat_add(w, io_sqes, queued);
+	if (deadline == WEFT_TIME_INFINITE) {
+		(void)io_uring_submit_and_wait(&r->ring, 1);
+	} else {
+		weft_time_t now = wft_now();
+		struct __kernel_timespec ts;
+
+		if (deadline <= now) {
+			(void)io_uring_submit(&r->ring);
+			return;
+		}
+		ts.tv_sec = (long long)((deadline - now) / 1000000000ull);
+		ts.tv_nsec = (long long)((deadline - now) % 1000000000ull);
+		/* -ETIME at the deadline, -EINTR on a signal: either way the
+		 * loop re-checks everything */
+		(void)io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, &ts, NULL);
+	}
+}
+
+static void kick_msg_ring(struct wft_worker *self, struct wft_uring *target)
+{
+	struct wft_uring *r = self->ring;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (!sqe) {
+		flush(self, r);
+		sqe = io_uring_get_sqe(&r->ring);
+		if (!sqe)
+			return;
+	}
+	io_uring_prep_msg_ring(sqe, target->ring.ring_fd, 0, WFT_URING_TAG_KICK, 0);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, WFT_URING_TAG_IGNORE);
+	flush(self, r);
+}
+
+void wft_uring_kick(struct wft_worker *w)
+{
+	struct wft_uring *r = w->ring;
+	struct wft_worker *self;
+
+	if (!r)
+		return;
+	/* seq_cst: the store half of the Kick lifetime pair; pairs with the
+	 * seq_cst load of kickers in teardown */
+	atomic_fetch_add_explicit(&r->kickers, 1, memory_order_seq_cst);
+	/* seq_cst: the load half; pairs with the seq_cst store of closing */
+	if (!atomic_load_explicit(&r->closing, memory_order_seq_cst)) {
+		self = wft_worker_self();
+		if (KICK_MSG_RING && self && self->ring && self != w &&
+		    !atomic_load_explicit(&self->ring->closing, memory_order_relaxed)) {
+			kick_msg_ring(self, r);
+		} else {
+			uint64_t one = 1;
+
+			/* EAGAIN only if the count is saturated: a kick is pending */
+			if (write(r->efd, &one, sizeof(one)) < 0)
+				(void)0;
+		}
+	}
+	/* release: our write(efd) happens before teardown's close; pairs with
+	 * the seq_cst load of kickers in teardown */
+	atomic_fetch_sub_explicit(&r->kickers, 1, memory_order_release);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Report */
+
+int wft_uring_describe(char *buf, size_t len)
+{
+	int n = wft_rt.nworkers, rings = 0, used = 0, off = 0;
+	unsigned fl = atomic_load_explicit(&last_flags, memory_order_relaxed);
+	char names[128] = "";
+
+	for (int i = 0; i < n && i < WEFT_WORKERS_MAX; i++) {
+		int s = atomic_load_explicit(&slot_state[i], memory_order_relaxed);
+
+		rings += s == SLOT_RING;
+		used += s != SLOT_UNUSED;
+	}
+	if (!buf || !len)
+		return rings > 0;
+	for (size_t i = 0; i < sizeof(flag_names) / sizeof(flag_names[0]); i++)
+		if (fl & flag_names[i].flag)
+			off += snprintf(names + off, sizeof(names) - (size_t)off, "%s%s",
+					off ? "|" : "", flag_names[i].name);
+	if (rings) {
+		snprintf(buf, len, "io_uring on %d/%d workers (%s; kick=%s)", rings, used,
+			 off ? names : "no flags", KICK_MSG_RING ? "msg_ring" : "eventfd");
+	} else if (atomic_load_explicit(&disabled_by_feature, memory_order_relaxed)) {
+		snprintf(buf, len, "offload pool (io_uring disabled: WEFT_FEATURES=NO_URING)");
+	} else if (used) {
+		snprintf(buf, len, "offload pool (io_uring unavailable: %s)",
+			 strerror(atomic_load_explicit(&last_err, memory_order_relaxed)));
+	} else {
+		snprintf(buf, len, "none (runtime not started)");
+	}
+	return rings > 0;
+}
+
+int weft_io_backend(char *buf, size_t len)
+{
+	return wft_uring_describe(buf, len);
+}

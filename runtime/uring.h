@@ -1,0 +1,80 @@
+/*
+ * runtime/uring.h - private interface between the per-worker io_uring
+ * (runtime/uring.c), the blocking I/O calls (runtime/io.c) and the offload
+ * pool (runtime/offload.c). See the design comment of runtime/uring.c.
+ */
+#ifndef WFT_URING_H
+#define WFT_URING_H
+
+#include "runtime/wft.h"
+
+#include <liburing.h>
+
+/*
+ * user_data of an SQE: either the address of the struct wft_waiter of the
+ * weft thread that waits for the CQE (always >= WFT_URING_TAG_MAX: it is a
+ * stack or heap address), or one of these tags, which the reaper handles
+ * itself. liburing's own internal timeout (LIBURING_UDATA_TIMEOUT, all ones)
+ * is ignored like WFT_URING_TAG_IGNORE.
+ */
+enum {
+	WFT_URING_TAG_IGNORE = 0,   /* linked timeouts: their CQE carries nothing we need */
+	WFT_URING_TAG_KICK = 1,     /* the kick (eventfd poll or MSG_RING) */
+	WFT_URING_TAG_MAX = 4096,
+};
+
+/* Opcodes the I/O layer uses; a bitmap of the ones the kernel supports is
+ * probed once per ring. */
+#define WFT_URING_OPS_WORDS ((IORING_OP_LAST + 63) / 64)
+
+struct wft_uring {
+	struct io_uring ring;        /* owner only (SINGLE_ISSUER) */
+	unsigned setup_flags;        /* IORING_SETUP_* that the kernel accepted */
+	unsigned held;               /* polls that postponed a due flush; owner */
+	int efd;                     /* kick eventfd; written by kickers, -1 if none */
+	bool kick_armed;             /* the poll on efd is live; owner */
+	bool kick_oneshot;           /* kernel lacks multishot poll; owner */
+	uint64_t ops[WFT_URING_OPS_WORDS];  /* supported opcodes; written at setup */
+	/* Kick lifetime, see "Kick" in uring.c. */
+	_Atomic int kickers wft_cacheline_aligned;
+	_Atomic int closing;
+};
+
+/* Is opcode op supported by w's ring? Context: owner worker. */
+static inline bool wft_uring_has_op(const struct wft_uring *r, unsigned op)
+{
+	return op < IORING_OP_LAST && ((r->ops[op / 64] >> (op % 64)) & 1);
+}
+
+/* Return a free SQE of w's ring with at least `need` - 1 more free SQEs
+ * behind it (for a linked timeout), submitting what is queued first if the
+ * SQ is too full. The SQE is submitted by the worker's next flush (see
+ * "Batching" in uring.c). Context: weft thread running on w. */
+struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need);
+
+/* Human-readable description of the I/O backend of the running (or last)
+ * runtime: "io_uring (SINGLE_ISSUER|...; kick=eventfd) on 2/2 workers" or
+ * "offload pool (...)". Returns 1 if any worker has a ring, 0 otherwise.
+ * Context: any. */
+int wft_uring_describe(char *buf, size_t len);
+
+/* Offload pool (runtime/offload.c). */
+
+/* Take/drop a reference on the pool and the fallback poller: each worker
+ * takes one in wft_uring_setup and drops it in wft_uring_teardown; the last
+ * drop stops and joins the helper threads. Context: a worker's OS thread. */
+void wft_offload_ref(void);
+void wft_offload_unref(void);
+
+/* Run fn(arg) on a helper OS thread while the calling weft thread parks;
+ * errno of the helper after fn is copied into *err. Counted in `offloads`.
+ * Returns fn's result. Context: weft thread. May park: yes. */
+void *wft_offload_run(void *(*fn)(void *), void *arg, int *err);
+
+/* Wait until fd reports one of events (poll(2) bits) or the deadline
+ * passes, parking the calling weft thread while the fallback poller thread
+ * watches the fd. Returns the revents (> 0), or 0 at the deadline.
+ * Context: weft thread. May park: yes. */
+int wft_offload_wait_fd(int fd, short events, weft_time_t deadline);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * runtime/wake.c - the wake path, weft's try_to_wake_up.
+ *
+ * What it owns: the PARKED -> RUNNABLE transition and the choice of where
+ * a woken thread runs. See DESIGN.md "Wake path" and seed 000.
+ *
+ * wake(t):
+ *   1. CAS t->state PARKED -> RUNNABLE. A waker (unpark), a timeout (timer
+ *      fn) and a cancel may race here: exactly one CAS succeeds, and only
+ *      the winner continues, so a thread is queued at most once
+ *      (mailbox.c I1). Linearisation point: the successful CAS.
+ *   2. The winner writes t->wake_reason (read by the wakee after it resumes;
+ *      the queue hand-off publishes it: release push / acquire take).
+ *   3. Placement: wft_wake_target() (the hook for the wake-placement issue:
+ *      wake_affine / wake_wide / idle siblings). Today: the pinned worker,
+ *      else the thread's last worker, else the waker's.
+ *   4. Target is the waker's own worker -> next slot (ping-pong locality);
+ *      otherwise the target's mailbox, with a kick only if the target
+ *      announced idle (runtime/idle.c). A waker never takes a lock of the
+ *      target (except with NO_MAILBOX, the A/B baseline).
+ *
+ * The thread may still be switching out on its old worker when it is
+ * queued; the worker that picks it waits for on_cpu == 0 (worker.c I2).
+ */
+#include "runtime/wft.h"
+
+struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *self)
+{
+	struct wft_worker *last;
+
+	if (t->pin >= 0)
+		return wft_rt.workers[t->pin];
+	/* relaxed: a placement hint */
+	last = atomic_load_explicit(&t->worker, memory_order_relaxed);
+	if (last)
+		return last;
+	return self ? self : wft_rt.workers[0];
+}
+
+int wft_wake(struct weft_thread *t, int reason)
+{
+	struct wft_worker *self, *target;
+	int expected = WFT_T_PARKED;
+
+	/* seq_cst: the load half of the Park protocol's StoreLoad pair when
+	 * called from weft_unpark (runtime/thread.c); acq_rel would do for the
+	 * race between wakers themselves */
+	if (!atomic_compare_exchange_strong_explicit(&t->state, &expected, WFT_T_RUNNABLE,
+			memory_order_seq_cst, memory_order_relaxed))
+		return 0;
+	t->wake_reason = reason;
+	self = wft_worker_self();
+	target = wft_wake_target(t, self);
+	if (target == self) {
+		wft_stat_inc(self, wakes_local);
+		wft_worker_push_local(self, t, true);
+	} else {
+		wft_worker_push_remote(target, t, t, 1);
+	}
+	return 1;
+}

@@ -1,0 +1,478 @@
+/*
+ * runtime/wft.h - private umbrella header of the weft runtime.
+ *
+ * Declares the core objects (thread, worker, runqueue, mailbox, timer heap,
+ * waiter) and the internal calls between runtime/ and sync/. Everything here
+ * is internal: names are wft_<file>_<verb>() and the definition lives in
+ * runtime/<file>.c (or sync/<file>.c), so grep finds it.
+ *
+ * Contexts used in the function headers:
+ *   any          - a weft thread, a worker's scheduler loop or a plain OS thread;
+ *   weft thread  - code running on a light thread's stack;
+ *   owner worker - the worker that owns the object, on its own OS thread;
+ *   OS thread    - a thread that is not a weft thread.
+ */
+#ifndef WFT_H
+#define WFT_H
+
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <weft.h>
+
+#include "runtime/atomic.h"
+#include "runtime/context.h"
+#include "runtime/list.h"
+
+/* ---------------------------------------------------------------------- */
+/* Debug switches: constants tested with if (), so both builds type-check. */
+
+#ifdef WFT_DEBUG_BUILD
+#define WFT_DEBUG 1
+#else
+#define WFT_DEBUG 0
+#endif
+
+/* Broken internal invariant: print where, then abort (Go's throw). */
+#define wft_panic(...) wft_panic_at(__FILE__, __LINE__, __VA_ARGS__)
+__attribute__((noreturn, format(printf, 3, 4), cold))
+void wft_panic_at(const char *file, int line, const char *fmt, ...);
+
+#define WFT_ASSERT(c) do { \
+	if (WFT_DEBUG && !(c)) \
+		wft_panic("assertion failed: %s", #c); \
+	else \
+		(void)sizeof(c); \
+} while (0)
+
+/* ---------------------------------------------------------------------- */
+/* Feature switches (runtime/features.def, runtime/features.c). */
+
+enum {
+#define WFT_FEAT(name, def, why) WFT_FEAT_BIT_##name,
+#include "runtime/features.def"
+#undef WFT_FEAT
+	WFT_FEAT_COUNT
+};
+
+/* Written once by weft_init() before any worker starts and never again while
+ * the runtime runs, so a plain load is safe (the worker threads are created
+ * after the store: pthread_create orders it). */
+extern uint64_t wft_features;
+#define wft_feat(name) ((wft_features >> WFT_FEAT_BIT_##name) & 1)
+
+/* Parse a WEFT_FEATURES string into *mask. Returns 0 or EINVAL (message on stderr). */
+int wft_features_parse(const char *s, uint64_t *mask);
+uint64_t wft_features_default(void);
+
+/* ---------------------------------------------------------------------- */
+/* Stats (runtime/stats.def, runtime/stats.c). */
+
+struct wft_stats {
+#define WFT_STAT(name, desc) uint64_t name;
+#include "runtime/stats.def"
+#undef WFT_STAT
+} wft_cacheline_aligned;
+
+/* Counters are written only by their owner worker; readers sum with relaxed
+ * loads. The owner uses a relaxed load plus store (not an RMW): cheap and
+ * TSan-clean. */
+#define wft_stat_inc(w, name) wft_stat_add(w, name, 1)
+#define wft_stat_add(w, name, n) do { \
+	_Atomic uint64_t *p_ = (_Atomic uint64_t *)&(w)->stats.name; \
+	atomic_store_explicit(p_, atomic_load_explicit(p_, memory_order_relaxed) + (n), \
+			      memory_order_relaxed); \
+} while (0)
+
+/* Counters bumped from plain OS threads (no worker) go here, with RMWs. */
+extern struct wft_stats wft_stats_os;
+#define wft_stat_os_inc(name) \
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.name, 1, memory_order_relaxed)
+
+/* ---------------------------------------------------------------------- */
+/* Threads (runtime/thread.c). */
+
+/*
+ * Thread states. Transitions (all by CAS or by the running thread itself):
+ *   NEW      -> RUNNING   first dispatch (the worker allocates the stack)
+ *   RUNNING  -> RUNNABLE  yield (the thread queues itself)
+ *   RUNNING  -> PARKED    park (the thread, before switching away)
+ *   PARKED   -> RUNNABLE  wake: exactly one of waker / timeout / cancel wins the CAS
+ *   RUNNABLE -> RUNNING   dispatch
+ *   RUNNING  -> DONE      exit
+ */
+enum wft_tstate {
+	WFT_T_NEW = 0,
+	WFT_T_RUNNABLE,
+	WFT_T_RUNNING,
+	WFT_T_PARKED,
+	WFT_T_DONE,
+};
+
+/* Why a parked thread was made runnable (written by the CAS winner). */
+enum wft_wake_reason {
+	WFT_WAKE_NORMAL = 0,
+	WFT_WAKE_TIMEOUT,
+};
+
+/* Join states (t->jstate), see "Join protocol" in runtime/thread.c. */
+enum {
+	WFT_J_JOINABLE = 0,
+	WFT_J_DETACHED,
+	WFT_J_JOINING,   /* a joiner registered; the exiting thread must wake it */
+	WFT_J_EXITED,    /* finished, result in t->ret, waiting to be joined */
+	WFT_J_FREE,      /* TCB is in the free pool */
+};
+
+struct wft_worker;
+struct wft_waiter;
+
+/* A deadline registered in a worker's timer heap. */
+/* Timer states (tm->tstate): IDLE -> ARMED (arm, under the heap lock) ->
+ * FIRING (popped by the owner, under the lock) -> IDLE (after fn returned,
+ * release). wft_timer_cancel() waits out FIRING, so after it returns fn is
+ * neither running nor pending (the kernel's del_timer_sync). */
+enum { WFT_TM_IDLE = 0, WFT_TM_ARMED, WFT_TM_FIRING };
+
+struct wft_timer {
+	weft_time_t deadline;
+	int idx;                          /* heap index; heap lock */
+	_Atomic int tstate;               /* see above */
+	struct wft_worker *heap;          /* worker whose heap it was armed on; written
+	                                   * and read only by the arming thread */
+	void (*fn)(struct wft_timer *);   /* runs on the heap's worker, heap lock not held */
+};
+
+struct weft_thread {
+	/* --- first cache line: what every switch touches --- */
+	struct wft_ctx ctx;               /* saved registers; only the thread itself and
+	                                   * the worker switching to it touch it */
+	_Atomic int state;                /* enum wft_tstate */
+	_Atomic int on_cpu;               /* 1 from dispatch until the next switch has
+	                                   * finished saving ctx (see worker.c) */
+	struct wft_worker *_Atomic worker;/* last worker it ran on (mutex spinners read it) */
+	struct weft_thread *link;         /* runqueue / mailbox / free-list link; the
+	                                   * queue that holds t owns it */
+
+	/* --- parking --- */
+	_Atomic int token;                /* unpark token, see "Park protocol" in thread.c */
+	int wake_reason;                  /* enum wft_wake_reason, written by the CAS winner */
+	int pin;                          /* worker index, or -1 */
+	int started;                      /* has a stack and ran once; owner worker */
+	int free_on_exit;                 /* detached at exit: the switch-out frees it */
+
+	weft_fn_t fn;
+	void *arg;
+	void *ret;
+
+	void *stack;                      /* mapping base (guard page first), NULL until first run */
+	size_t stack_size;                /* usable bytes */
+	int guard;                        /* has a guard page */
+	unsigned stack_vg;                /* Valgrind stack id */
+
+	_Atomic int jstate;               /* join state */
+	struct wft_waiter *joiner;        /* set before the CAS to JOINING (release) */
+
+	void **specific;                  /* key values, lazily allocated */
+	unsigned nspecific;
+
+	struct wft_timer timer;           /* deadline of a timed park */
+
+	uint64_t seq;                     /* incremented each time the TCB is reused */
+	void *san_fiber;                  /* TSan fiber, or NULL */
+	void *san_fake_stack;             /* ASan fake-stack save slot */
+	char name[16];
+};
+
+/* The calling light thread, or NULL (OS thread or scheduler loop). */
+struct weft_thread *wft_thread_self(void);
+
+/* Make a PARKED thread runnable (the wake path, runtime/wake.c).
+ * Returns 1 if this call won the PARKED -> RUNNABLE transition, 0 otherwise.
+ * reason is stored for the wakee. Never blocks; never takes a target lock.
+ * Context: any. */
+int wft_wake(struct weft_thread *t, int reason);
+
+/* Park the calling thread with an optional deadline (WEFT_TIME_INFINITE).
+ * Consumes the unpark token. Returns 0 or ETIMEDOUT. Context: weft thread. */
+int wft_thread_park(weft_time_t deadline);
+
+/* Free a finished thread's TCB (after its switch-out completed). */
+void wft_thread_free(struct weft_thread *t);
+
+/* Entry point of every new context. */
+void wft_thread_start(struct wft_ctx *prev, void *arg);
+
+/* Run key destructors for t (at exit). */
+void wft_key_run_destructors(struct weft_thread *t);
+
+/* ---------------------------------------------------------------------- */
+/* Stacks (runtime/stack.c). */
+
+/* Give t a stack from w's cache or a new mapping. Returns 0 or ENOMEM. Owner worker. */
+int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
+/* Return t's stack to w's cache (or unmap it past the bound). Owner worker. */
+void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
+/* Unmap cached stacks down to keep. Owner worker or teardown. */
+void wft_stack_trim(struct wft_worker *w, unsigned keep);
+size_t wft_page_size(void);
+int wft_stack_cache_init(struct wft_worker *w);
+void wft_stack_cache_fini(struct wft_worker *w);
+unsigned wft_stack_cache_keep(void);
+
+/* ---------------------------------------------------------------------- */
+/* Runqueue (runtime/runq.c): owner pushes and pops without atomic RMW;
+ * thieves take half of the public ring with one CAS. */
+
+#define WFT_RUNQ_RING 256   /* public ring slots; see runq.c for the choice */
+
+struct wft_runq {
+	/* Public ring: consumers (owner and thieves) CAS head; only the owner
+	 * writes tail and slots. */
+	_Atomic uint32_t head wft_cacheline_aligned;
+	_Atomic uint32_t tail;
+	_Atomic int split_req;            /* a thief asks the owner to publish work */
+	_Atomic uint32_t npriv;           /* size of the private list, a hint for thieves */
+	struct weft_thread *_Atomic ring[WFT_RUNQ_RING];
+	/* Private FIFO: owner only (or under lock with NO_MAILBOX). */
+	struct weft_thread *phead wft_cacheline_aligned;
+	struct weft_thread *ptail;
+	uint32_t pcount;
+};
+
+void wft_runq_init_unsafe(struct wft_runq *q);
+void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t);
+struct weft_thread *wft_runq_pop_owner(struct wft_worker *w);
+/* NO_MAILBOX baseline: a remote waker appends under the target's rqlock. */
+void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first,
+				 struct weft_thread *last, uint32_t n);
+/* Move up to half of the private list into the public ring. Owner. */
+void wft_runq_publish_owner(struct wft_worker *w);
+/* Steal about half of victim's public ring into w's runqueue; returns one
+ * thread to run now (or NULL). Context: w's own worker (the thief). */
+struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *victim);
+/* Runnable threads (approximate for non-owners). */
+uint32_t wft_runq_size(struct wft_worker *w);
+/* True if a thief could find work in victim (public or private non-empty). */
+bool wft_runq_has_work(struct wft_worker *victim);
+
+/* ---------------------------------------------------------------------- */
+/* Mailbox (runtime/mailbox.c): intrusive MPSC lock-free LIFO stack, drained
+ * whole by the owner and reversed into FIFO order. */
+
+struct wft_mpsc {
+	struct weft_thread *_Atomic head;
+};
+
+/* Push the pre-linked chain first..last (last->link is overwritten). Returns
+ * true if the mailbox was empty before. Context: any. */
+bool wft_mailbox_push_chain(struct wft_mpsc *mb, struct weft_thread *first,
+			    struct weft_thread *last);
+/* Take everything, in push (FIFO) order. Owner worker. */
+struct weft_thread *wft_mailbox_take_all(struct wft_mpsc *mb);
+static inline bool wft_mailbox_empty(struct wft_mpsc *mb)
+{
+	/* relaxed: a hint; the scheduler re-checks after the idle fence */
+	return atomic_load_explicit(&mb->head, memory_order_relaxed) == NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Timers (runtime/timer.c): a binary min-heap per worker. The owner runs
+ * it; a thread that resumes elsewhere cancels its own timer under the
+ * heap's small lock (never on a wake path). */
+
+struct wft_timer_heap {
+	atomic_flag lock;
+	unsigned n, cap;
+	struct wft_timer **v;
+	_Atomic weft_time_t next;         /* earliest deadline, a hint for the idle loop */
+};
+
+void wft_timer_heap_init_unsafe(struct wft_timer_heap *h);
+void wft_timer_heap_fini_unsafe(struct wft_timer_heap *h);
+/* Arm tm on w's heap. Returns 0 or ENOMEM. Context: owner worker. */
+int wft_timer_arm(struct wft_worker *w, struct wft_timer *tm, weft_time_t deadline);
+/* Disarm tm wherever it is. Returns true if it was still armed. Context: any. */
+bool wft_timer_cancel(struct wft_timer *tm);
+/* Fire every timer due at now. Returns how many fired. Owner worker. */
+unsigned wft_timer_run(struct wft_worker *w, weft_time_t now);
+
+/* ---------------------------------------------------------------------- */
+/* Workers (runtime/worker.c, idle.c). */
+
+/* Values of w->sleep, the futex word a parked worker sleeps on. */
+enum {
+	WFT_W_AWAKE = 0,
+	WFT_W_SLEEPING,   /* announced idle: a waker must kick */
+	WFT_W_KICKED,     /* a kick is on its way; later wakers need not kick */
+};
+
+struct wft_uring;     /* runtime/uring.c */
+
+struct wft_worker {
+	/* --- owner-hot --- */
+	struct weft_thread *current;      /* running thread, NULL in the scheduler loop */
+	struct weft_thread *next;         /* next slot: a just-woken thread */
+	unsigned next_streak;             /* consecutive next-slot picks (fairness bound) */
+	int id;
+	struct wft_ctx sched_ctx;         /* the scheduler loop on the OS stack */
+	struct weft_thread *prev;         /* thread switched away from, to be finished by
+	                                   * the context that resumes (worker.c) */
+	void *sched_fake_stack;           /* ASan save slot of the scheduler loop */
+	unsigned tick;                    /* switches, for the cheap timer check */
+	uint64_t rng;                     /* victim selection */
+	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
+	atomic_flag rqlock;               /* NO_MAILBOX baseline only */
+
+	struct wft_runq rq;
+
+	/* --- written by other workers --- */
+	struct wft_mpsc mailbox wft_cacheline_aligned;
+	_Atomic uint32_t sleep wft_cacheline_aligned;
+
+	struct wft_timer_heap timers wft_cacheline_aligned;
+	struct wft_uring *ring;           /* NULL: no io_uring, park on the futex */
+
+	/* stack cache: owner only */
+	void **stack_cache;
+	size_t *stack_cache_size;
+	unsigned nstacks, stack_cache_cap;
+
+	/* TCB cache: owner only */
+	struct weft_thread *tcb_cache;
+	unsigned ntcb;
+
+	pthread_t os;
+	void *san_fiber;                  /* TSan fiber of the scheduler loop */
+	void *san_stack_bottom;           /* ASan: the OS stack */
+	size_t san_stack_size;
+
+	struct wft_stats stats;
+};
+
+/* The runtime (runtime/init.c). */
+struct wft_runtime {
+	_Atomic int state;                /* 0 stopped, 1 starting, 2 running, 3 stopping */
+	int nworkers;
+	size_t stack_size;
+	int pin;
+	struct wft_worker **workers;
+	_Atomic int nspinning;            /* workers spinning for work */
+	_Atomic int nidle;                /* workers that announced idle (parked or parking) */
+	_Atomic uint64_t idle_mask[WEFT_WORKERS_MAX / 64]; /* bit i: worker i parked */
+	_Atomic long nthreads;            /* live light threads (spawned, not freed) */
+	_Atomic int stopping;             /* workers exit their loop */
+	pthread_mutex_t init_lock;        /* weft_init / weft_shutdown only */
+	_Atomic uint32_t quiesce;         /* futex: nthreads reached 0 (shutdown waits) */
+	int cpus[WEFT_WORKERS_MAX];       /* CPU of worker i when pinning */
+};
+extern struct wft_runtime wft_rt;
+
+/*
+ * The worker running the caller, or NULL on an OS thread.
+ * Migration safety: a light thread may resume on another worker after any
+ * switch, but a compiler assumes the address of a __thread variable never
+ * changes inside a function and may compute it once. So the thread pointer
+ * is read with a volatile asm each time (initial-exec TLS: the variable's
+ * offset from the thread pointer is the same in every thread). Elsewhere an
+ * out-of-line call, which a compiler without LTO cannot hoist either.
+ */
+extern __thread struct wft_worker *wft_tls_worker __attribute__((tls_model("initial-exec")));
+struct wft_worker *wft_worker_self_slow(void);
+
+static inline struct wft_worker *wft_worker_self(void)
+{
+#if defined(__x86_64__)
+	struct wft_worker *w;
+
+	__asm__ volatile("movq wft_tls_worker@gottpoff(%%rip), %0\n\t"
+			 "movq %%fs:(%0), %0" : "=r"(w));
+	return w;
+#else
+	return wft_worker_self_slow();
+#endif
+}
+
+/* Switch the calling thread away. how: */
+enum { WFT_SCHED_YIELD, WFT_SCHED_PARK, WFT_SCHED_EXIT };
+void wft_worker_schedule(struct wft_worker *w, int how);
+
+/* Make t runnable on w from w itself (local wake or spawn). */
+void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot);
+/* Deliver a chain of threads (all targeting w) from another thread. */
+void wft_worker_push_remote(struct wft_worker *w, struct weft_thread *first,
+			    struct weft_thread *last, unsigned n);
+/* Choose the worker a woken thread should run on (placement hook). */
+struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *self);
+
+/* Idle protocol (runtime/idle.c). */
+void wft_idle_kick(struct wft_worker *w);     /* wake w if it announced idle */
+void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
+void wft_idle_run(struct wft_worker *w);      /* called by the scheduler loop when nothing is runnable */
+void wft_idle_kick_force(struct wft_worker *w);  /* shutdown: wake w whatever its state */
+void wft_idle_spin_stop(struct wft_worker *w);   /* w found work: give up its spinning slot */
+void wft_worker_finish_switch(struct wft_worker *w);
+void wft_worker_free_all_unsafe(void);
+void wft_tcb_cache_flush(struct wft_worker *w);
+/* Fold a worker's counters into the retired totals (before freeing it). */
+void wft_stats_retire(struct wft_worker *w);
+
+int wft_worker_start_all(void);
+void wft_worker_stop_all(void);
+
+/* io_uring hooks (runtime/uring.c). A worker without a ring sleeps on the futex. */
+int wft_uring_setup(struct wft_worker *w);
+void wft_uring_teardown(struct wft_worker *w);
+unsigned wft_uring_poll(struct wft_worker *w);                 /* submit + reap; owner */
+void wft_uring_wait(struct wft_worker *w, weft_time_t deadline); /* idle sleep; owner */
+void wft_uring_kick(struct wft_worker *w);                     /* any */
+
+/* ---------------------------------------------------------------------- */
+/* Waiters (sync/parking.c): what every blocking primitive parks. A waiter
+ * is a weft thread (woken through the wake path) or a plain OS thread
+ * (woken with a futex on its own word). */
+
+enum { WFT_WAITER_WAITING = 0, WFT_WAITER_WOKEN = 1 };
+
+struct wft_waiter {
+	struct weft_thread *thread;       /* NULL: OS thread */
+	_Atomic uint32_t state;           /* WAITING -> WOKEN by exactly one waker */
+	struct wft_dlist node;            /* wait-queue link; the queue's lock protects it */
+	uintptr_t data;                   /* primitive-specific (e.g. a requested count) */
+	int result;                       /* primitive-specific outcome, set before WOKEN */
+};
+
+/* Prepare a waiter for the calling thread. Context: any. */
+void wft_waiter_init(struct wft_waiter *wt);
+/* Block until WOKEN or the deadline passes. Returns 0 (woken) or ETIMEDOUT;
+ * after ETIMEDOUT the caller must resolve the race with a concurrent wake
+ * under its own lock (the waker may have won meanwhile). Context: any. */
+int wft_waiter_wait(struct wft_waiter *wt, weft_time_t deadline);
+/* Mark WOKEN (release: publishes result/data) and wake its thread. The
+ * waiter may be gone as soon as the state is stored; nothing else of it is
+ * touched after. Context: any. */
+void wft_waiter_wake(struct wft_waiter *wt);
+
+/* ---------------------------------------------------------------------- */
+/* Misc (runtime/init.c, thread.c). */
+
+weft_time_t wft_now(void);
+/* Fault injection: WEFT_FAULT=alloc:N fails the N-th internal allocation. */
+bool wft_fault_alloc(void);
+void *wft_malloc(size_t n);  /* malloc through the fault injector */
+void wft_futex_wait(_Atomic uint32_t *addr, uint32_t val, weft_time_t deadline);
+void wft_futex_wake(_Atomic uint32_t *addr, int n);
+
+/* Thread pool of TCBs. */
+struct weft_thread *wft_tcb_alloc(struct wft_worker *w);
+void wft_tcb_release(struct wft_worker *w, struct weft_thread *t);
+void wft_tcb_pool_fini_unsafe(void);
+
+#endif

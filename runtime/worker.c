@@ -1,0 +1,448 @@
+/*
+ * runtime/worker.c - workers and the scheduling loop.
+ *
+ * What it owns: the worker OS threads, the switch from one light thread to
+ * the next, the next slot, and the order in which a worker looks for work.
+ * See DESIGN.md "Scheduling loop".
+ *
+ * Objects: struct wft_worker (runtime/wft.h). w->current is the running
+ * thread (NULL while the scheduler loop runs on the worker's OS stack,
+ * w->sched_ctx). Switches go directly from thread to thread; the scheduler
+ * loop only runs when a worker has nothing to do.
+ *
+ * Invariants:
+ *   I1 Only w's own OS thread reads or writes w->current, w->next, w->prev,
+ *      w->rq's private part (except NO_MAILBOX, see runq.c) and w's caches.
+ *   I2 A thread runs on at most one worker at a time: a worker that picked t
+ *      waits until t->on_cpu is 0 before switching to it.
+ *   I3 The next slot holds at most one thread; a newer local wakee displaces
+ *      the older one to the runqueue tail.
+ *   I4 NEXT_STREAK_MAX consecutive next-slot picks, then the runqueue goes
+ *      first once: two threads waking each other cannot starve the queue.
+ *
+ * Pick order (every scheduling point): drain the mailbox into the runqueue
+ * tail (FIFO), reap io_uring completions, fire due timers, publish work if a
+ * thief asked, then the next slot (bounded by I4), then the runqueue.
+ *
+ * Finishing a switch. A thread that blocks marks itself PARKED *before* it
+ * switches away, so a waker on another worker may queue it, and another
+ * worker may pick it, while its registers are still being saved. So:
+ *   - the switching side records w->prev = itself and keeps on_cpu = 1;
+ *   - the context that resumes on this worker (the next thread, or the
+ *     scheduler loop) calls wft_worker_finish_switch(), which, now that the
+ *     previous context is fully saved, stores on_cpu = 0 (release; pairs with
+ *     the acquire spin of I2), and for an exited thread returns its stack to
+ *     the cache and frees a detached TCB.
+ * The spin of I2 lasts at most the few instructions between the switch and
+ * finish_switch on the other worker.
+ *
+ * Timer check cost: reading the clock costs ~20 ns, more than a yield, so a
+ * running worker checks its timer heap only when it is non-empty and only on
+ * every TIMER_CHECK_EVERY-th switch; the idle loop checks every time and
+ * sleeps until the nearest deadline.
+ *
+ * Rejected: switching through the scheduler context on every block (Go's
+ * mcall to g0): it costs a second switch per block; the direct switch needs
+ * only the on_cpu hand-shake above (the kernel's p->on_cpu).
+ */
+#include "runtime/wft.h"
+#include "runtime/sanitizer.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+__thread struct wft_worker *wft_tls_worker __attribute__((tls_model("initial-exec")));
+
+struct wft_worker *wft_worker_self_slow(void)
+{
+	return wft_tls_worker;
+}
+
+/* I4: a ping-pong pair runs at most this many times in a row ahead of the
+ * queue. 32 switches of ~10 ns: the queue waits at most ~0.5 us extra. */
+#define NEXT_STREAK_MAX 32
+/* See "Timer check cost" above: 8 switches of a busy worker are well under
+ * the 200 us timer precision target. */
+#define TIMER_CHECK_EVERY 8
+
+static void drain_mailbox(struct wft_worker *w)
+{
+	struct weft_thread *t = wft_mailbox_take_all(&w->mailbox);
+
+	while (t) {
+		struct weft_thread *n = t->link;
+
+		wft_runq_push_owner(w, t);
+		t = n;
+	}
+}
+
+/* The runqueue pops below treat w->next specially (I3, I4). */
+static struct weft_thread *pick(struct wft_worker *w)
+{
+	struct weft_thread *t;
+
+	if (!wft_mailbox_empty(&w->mailbox))
+		drain_mailbox(w);
+	if (w->ring)
+		wft_uring_poll(w);
+	if (w->timers.n) {
+		/* relaxed: the owner's own field */
+		if (!w->current || (++w->tick % TIMER_CHECK_EVERY) == 0) {
+			weft_time_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+
+			if (next != WEFT_TIME_INFINITE) {
+				weft_time_t now = wft_now();
+
+				if (next <= now)
+					wft_timer_run(w, now);
+			}
+		}
+	}
+	/* relaxed: a thief's hint; see runq.c */
+	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)))
+		wft_runq_publish_owner(w);
+
+	t = w->next;
+	if (t) {
+		if (w->next_streak < NEXT_STREAK_MAX) {
+			w->next = NULL;
+			w->next_streak++;
+			wft_stat_inc(w, next_slot);
+			return t;
+		}
+		/* I4: the pair had its turn; it goes behind the queue */
+		w->next = NULL;
+		wft_runq_push_owner(w, t);
+	}
+	w->next_streak = 0;
+	return wft_runq_pop_owner(w);
+}
+
+void wft_worker_finish_switch(struct wft_worker *w)
+{
+	struct weft_thread *prev = w->prev;
+
+	if (!prev)
+		return;
+	w->prev = NULL;
+	/* relaxed: set by the thread itself before it switched away */
+	if (atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE) {
+		wft_stack_release(w, prev);
+		if (prev->free_on_exit) {
+			/* detached: nobody else holds it (thread.c I2) */
+			atomic_store_explicit(&prev->on_cpu, 0, memory_order_relaxed);
+			wft_thread_free(prev);
+		} else {
+			/* release: pairs with the joiner's acquire spin */
+			atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		}
+		/* release: the thread's effects happen before shutdown sees 0 */
+		if (atomic_fetch_sub_explicit(&wft_rt.nthreads, 1, memory_order_acq_rel) == 1) {
+			/* release: pairs with the acquire load in weft_shutdown */
+			atomic_store_explicit(&wft_rt.quiesce, 1, memory_order_release);
+			wft_futex_wake(&wft_rt.quiesce, 1);
+		}
+		return;
+	}
+	/* release: publishes prev's saved context; pairs with the acquire spin
+	 * in switch_to (I2) */
+	atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+}
+
+/*
+ * Give a thread that never ran its stack and initial context. On failure
+ * (no memory for a stack) the thread goes back to the runqueue tail and is
+ * retried later: weft_spawn already returned success, so it must not be lost.
+ */
+static bool prepare(struct wft_worker *w, struct weft_thread *next)
+{
+	size_t g;
+
+	if (wft_likely(next->started))
+		return true;
+	if (wft_stack_alloc(w, next)) {
+		wft_runq_push_owner(w, next);
+		return false;
+	}
+	g = next->guard ? wft_page_size() : 0;
+	wft_ctx_make(&next->ctx, (char *)next->stack + g, next->stack_size,
+		     wft_thread_start, next);
+	if (WFT_TSAN && !next->san_fiber)
+		next->san_fiber = wft_san_fiber_create();
+	next->started = 1;
+	return true;
+}
+
+/* Dispatch next (prepared) from the context from_ctx (a thread's or the
+ * scheduler's). */
+static void switch_to(struct wft_worker *w, struct weft_thread *cur,
+		      struct wft_ctx *from_ctx, struct weft_thread *next)
+{
+	struct wft_worker *last;
+
+	/* I2. acquire: pairs with the release store in finish_switch, so
+	 * next->ctx is completely saved before we load it */
+	while (wft_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+		wft_cpu_relax();
+	/* relaxed: read by mutex spinners as a hint */
+	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
+	atomic_store_explicit(&next->state, WFT_T_RUNNING, memory_order_relaxed);
+	/* relaxed: hint for spinners and wake placement */
+	last = atomic_load_explicit(&next->worker, memory_order_relaxed);
+	if (last != w) {
+		if (last)
+			wft_stat_inc(w, migrations);
+		atomic_store_explicit(&next->worker, w, memory_order_relaxed);
+	}
+	wft_stat_inc(w, switches);
+	w->current = next;
+	w->prev = cur;
+	{
+		void **fake = cur ? (cur->state == WFT_T_DONE ? NULL : &cur->san_fake_stack)
+				  : &w->sched_fake_stack;
+		size_t g = next->guard ? wft_page_size() : 0;
+
+		wft_san_switch_begin(fake, next->san_fiber, (char *)next->stack + g,
+				     next->stack_size);
+		wft_ctx_switch(from_ctx, &next->ctx);
+	}
+	/* Resumed: maybe on another worker (migration), so re-read w. */
+	w = wft_worker_self();
+	if (w->current)
+		wft_san_switch_end(w->current->san_fake_stack);
+	else
+		wft_san_switch_end(w->sched_fake_stack);
+	wft_worker_finish_switch(w);
+}
+
+void wft_worker_schedule(struct wft_worker *w, int how)
+{
+	struct weft_thread *cur = w->current;
+	struct weft_thread *next;
+
+	if (how == WFT_SCHED_YIELD) {
+		atomic_store_explicit(&cur->state, WFT_T_RUNNABLE, memory_order_relaxed);
+		wft_runq_push_owner(w, cur);
+	}
+	next = pick(w);
+	if (next == cur) {
+		atomic_store_explicit(&cur->state, WFT_T_RUNNING, memory_order_relaxed);
+		return;
+	}
+	if (next && prepare(w, next)) {
+		switch_to(w, cur, &cur->ctx, next);
+		return;
+	}
+	/* Nothing runnable: go to the scheduler loop on the OS stack. */
+	w->current = NULL;
+	w->prev = cur;
+	wft_san_switch_begin(how == WFT_SCHED_EXIT ? NULL : &cur->san_fake_stack,
+			     w->san_fiber, w->san_stack_bottom, w->san_stack_size);
+	wft_ctx_switch(&cur->ctx, &w->sched_ctx);
+	w = wft_worker_self();
+	if (w->current)
+		wft_san_switch_end(w->current->san_fake_stack);
+	else
+		wft_san_switch_end(w->sched_fake_stack);
+	wft_worker_finish_switch(w);
+}
+
+void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
+{
+	if (next_slot && wft_feat(NEXT_SLOT)) {
+		struct weft_thread *old = w->next;
+
+		w->next = t;
+		if (!old)
+			return;
+		t = old;   /* I3: the displaced one goes to the tail */
+	}
+	wft_runq_push_owner(w, t);
+	/* There is queued work: if workers sleep and none is looking, get one
+	 * (relaxed hints; see "Surplus" in runtime/idle.c). */
+	if (t->pin < 0 &&
+	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
+	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+		wft_idle_wake_one(w);
+}
+
+void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first,
+			    struct weft_thread *last, unsigned n)
+{
+	struct wft_worker *self = wft_worker_self();
+
+	if (wft_feat(MAILBOX)) {
+		if (self)
+			wft_stat_add(self, wakes_remote, n);
+		else
+			atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.wakes_remote, n,
+						  memory_order_relaxed);
+		/* Kick only when the mailbox was empty (see mailbox.c). */
+		if (wft_mailbox_push_chain(&target->mailbox, first, last))
+			wft_idle_kick(target);
+		return;
+	}
+	/* NO_MAILBOX: the pre-2011 kernel, lock the target's queue. */
+	if (self)
+		wft_stat_add(self, wakes_locked, n);
+	else
+		atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.wakes_locked, n,
+					  memory_order_relaxed);
+	wft_runq_push_locked_remote(target, first, last, n);
+	/* seq_cst fence: StoreLoad between the insert and reading target->sleep
+	 * (the lock's release does not order a later load) */
+	atomic_thread_fence(memory_order_seq_cst);
+	wft_idle_kick(target);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Worker threads */
+
+static void *worker_main(void *arg)
+{
+	struct wft_worker *w = arg;
+	char name[16];
+
+	wft_tls_worker = w;
+	snprintf(name, sizeof(name), "weft-w%d", w->id);
+	prctl(PR_SET_NAME, name);
+	/* 1 ns timer slack: the futex timeouts of the idle loop are the
+	 * runtime's timers (200 us precision target; the default is 50 us) */
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	if (wft_rt.pin) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(wft_rt.cpus[w->id], &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	w->san_fiber = wft_san_fiber_current();
+	{
+		pthread_attr_t a;
+		void *lo;
+		size_t sz;
+
+		if (pthread_getattr_np(pthread_self(), &a) == 0) {
+			pthread_attr_getstack(&a, &lo, &sz);
+			w->san_stack_bottom = lo;
+			w->san_stack_size = sz;
+			pthread_attr_destroy(&a);
+		}
+	}
+	wft_ctx_init_current(&w->sched_ctx);
+	wft_uring_setup(w);
+
+	/* relaxed: stop flag, re-read every round; the kick wakes a sleeper */
+	while (!atomic_load_explicit(&wft_rt.stopping, memory_order_acquire)) {
+		struct weft_thread *t = pick(w);
+
+		if (t) {
+			wft_idle_spin_stop(w);
+			if (prepare(w, t)) {
+				switch_to(w, NULL, &w->sched_ctx, t);
+			} else {
+				/* out of memory for stacks: back off 1 ms, then retry */
+				uint32_t zero = 0;
+				_Atomic uint32_t dummy = 0;
+
+				wft_futex_wait(&dummy, zero, wft_now() + 1000000);
+			}
+			continue;
+		}
+		wft_idle_run(w);
+	}
+	wft_uring_teardown(w);
+	wft_stack_cache_fini(w);
+	wft_tcb_cache_flush(w);
+	wft_tls_worker = NULL;
+	return NULL;
+}
+
+static struct wft_worker *worker_new(int id)
+{
+	struct wft_worker *w;
+
+	if (posix_memalign((void **)&w, WFT_CACHELINE, sizeof(*w)))
+		return NULL;
+	memset(w, 0, sizeof(*w));
+	w->id = id;
+	w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
+	atomic_flag_clear(&w->rqlock);
+	wft_runq_init_unsafe(&w->rq);
+	atomic_init(&w->mailbox.head, NULL);
+	atomic_init(&w->sleep, WFT_W_AWAKE);
+	wft_timer_heap_init_unsafe(&w->timers);
+	if (wft_stack_cache_init(w)) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int wft_worker_start_all(void)
+{
+	int n = wft_rt.nworkers;
+
+	wft_rt.workers = calloc((size_t)n, sizeof(*wft_rt.workers));
+	if (!wft_rt.workers)
+		return EAGAIN;
+	for (int i = 0; i < n; i++) {
+		wft_rt.workers[i] = worker_new(i);
+		if (!wft_rt.workers[i])
+			goto fail;
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_attr_t a;
+		int rc;
+
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, 1 << 20);
+		rc = pthread_create(&wft_rt.workers[i]->os, &a, worker_main, wft_rt.workers[i]);
+		pthread_attr_destroy(&a);
+		if (rc) {
+			/* stop the ones already started */
+			atomic_store_explicit(&wft_rt.stopping, 1, memory_order_release);
+			for (int j = 0; j < i; j++) {
+				wft_idle_kick_force(wft_rt.workers[j]);
+				pthread_join(wft_rt.workers[j]->os, NULL);
+			}
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	for (int i = 0; i < n; i++) {
+		if (wft_rt.workers[i]) {
+			wft_timer_heap_fini_unsafe(&wft_rt.workers[i]->timers);
+			free(wft_rt.workers[i]->stack_cache);
+			free(wft_rt.workers[i]);
+		}
+	}
+	free(wft_rt.workers);
+	wft_rt.workers = NULL;
+	return EAGAIN;
+}
+
+void wft_worker_stop_all(void)
+{
+	/* release: pairs with the acquire load in worker_main's loop */
+	atomic_store_explicit(&wft_rt.stopping, 1, memory_order_release);
+	for (int i = 0; i < wft_rt.nworkers; i++)
+		wft_idle_kick_force(wft_rt.workers[i]);
+	for (int i = 0; i < wft_rt.nworkers; i++)
+		pthread_join(wft_rt.workers[i]->os, NULL);
+}
+
+void wft_worker_free_all_unsafe(void)
+{
+	for (int i = 0; i < wft_rt.nworkers; i++) {
+		wft_stats_retire(wft_rt.workers[i]);
+		wft_timer_heap_fini_unsafe(&wft_rt.workers[i]->timers);
+		free(wft_rt.workers[i]);
+	}
+	free(wft_rt.workers);
+	wft_rt.workers = NULL;
+}

@@ -1,0 +1,79 @@
+/*
+ * sync/parking.c - waiters: what every blocking primitive parks.
+ *
+ * What it owns: struct wft_waiter (runtime/wft.h), the one abstraction that
+ * lets every primitive work from weft threads and from plain OS threads.
+ * A waiter is either
+ *   - a weft thread: it waits with wft_thread_park() and is woken through
+ *     the runtime's wake path (weft_unpark: mailbox, never a target lock); or
+ *   - a plain OS thread: it waits with futex_wait on its own state word and
+ *     is woken with futex_wake on that word.
+ *
+ * States: WAITING -> WOKEN, written once by the waker (release: publishes
+ * result/data and whatever the primitive handed over).
+ *
+ * Wait protocol (no lost wakeup):
+ *
+ *   waiter                                waker
+ *   ----------------------------------    --------------------------------
+ *   loop: load state (acquire)            t = wt->thread       (read first!)
+ *     WOKEN? done                         store state = WOKEN  (release)
+ *     weft thread: park(deadline)         weft thread: weft_unpark(t)
+ *     OS thread: futex_wait(state,        OS thread:   futex_wake(&state)
+ *                WAITING, deadline)
+ *
+ * Weft thread: either the waiter's state load sees WOKEN, or the unpark
+ * comes after that load; the unpark token (Park protocol, runtime/thread.c)
+ * then makes the next park return, and the loop re-reads the state.
+ * OS thread: futex_wait compares state with WAITING inside the kernel, so a
+ * store + wake that comes before the sleep makes it return at once.
+ *
+ * Lifetime: the waiter usually lives on the waiting thread's stack and may
+ * vanish as soon as WOKEN is stored. So the waker reads wt->thread before
+ * the store, and after it touches only the thread (type-stable TCB,
+ * runtime/thread.c I1; a late unpark of a thread that moved on is a
+ * spurious, harmless token) or, for an OS thread, makes a futex_wake on an
+ * address that may already be reused: the kernel finds no waiter or wakes
+ * one that re-checks its word (the same accepted pattern as glibc's).
+ */
+#include "runtime/wft.h"
+
+void wft_waiter_init(struct wft_waiter *wt)
+{
+	wt->thread = wft_thread_self();
+	atomic_init(&wt->state, WFT_WAITER_WAITING);
+	wft_dlist_init(&wt->node);
+	wt->data = 0;
+	wt->result = 0;
+}
+
+int wft_waiter_wait(struct wft_waiter *wt, weft_time_t deadline)
+{
+	for (;;) {
+		/* acquire: pairs with the release store of WOKEN in wake */
+		if (atomic_load_explicit(&wt->state, memory_order_acquire) != WFT_WAITER_WAITING)
+			return 0;
+		if (wt->thread) {
+			if (wft_thread_park(deadline) == ETIMEDOUT &&
+			    atomic_load_explicit(&wt->state, memory_order_acquire) == WFT_WAITER_WAITING)
+				return ETIMEDOUT;
+		} else {
+			if (deadline != WEFT_TIME_INFINITE && wft_now() >= deadline)
+				return ETIMEDOUT;
+			wft_futex_wait(&wt->state, WFT_WAITER_WAITING, deadline);
+		}
+	}
+}
+
+void wft_waiter_wake(struct wft_waiter *wt)
+{
+	struct weft_thread *t = wt->thread;
+
+	/* release: publishes result/data; pairs with the acquire load in wait.
+	 * After this store the waiter may be gone (see Lifetime). */
+	atomic_store_explicit(&wt->state, WFT_WAITER_WOKEN, memory_order_release);
+	if (t)
+		weft_unpark(t);
+	else
+		wft_futex_wake(&wt->state, 1);
+}

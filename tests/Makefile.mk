@@ -1,0 +1,44 @@
+# tests/: one Check suite per concept, plus bounded seeded stress tests.
+# Each binary is listed once here; TESTS = check_PROGRAMS.
+TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+TEST_LDADD = libweft.la libtests.la $(CHECK_LIBS) -lpthread
+
+noinst_LTLIBRARIES = libtests.la
+libtests_la_SOURCES = tests/harness.c tests/harness.h
+libtests_la_CFLAGS = $(TEST_CFLAGS)
+
+core_tests = \
+	tests/check_context \
+	tests/check_thread \
+	tests/check_sched \
+	tests/check_timer \
+	tests/check_os_thread \
+	tests/stress_wake
+
+check_PROGRAMS += $(core_tests)
+TESTS += $(core_tests)
+
+tests_check_context_SOURCES = tests/check_context.c
+tests_check_context_CFLAGS = $(TEST_CFLAGS)
+tests_check_context_LDADD = $(TEST_LDADD)
+tests_check_thread_SOURCES = tests/check_thread.c
+tests_check_thread_CFLAGS = $(TEST_CFLAGS)
+tests_check_thread_LDADD = $(TEST_LDADD)
+tests_check_sched_SOURCES = tests/check_sched.c
+tests_check_sched_CFLAGS = $(TEST_CFLAGS)
+tests_check_sched_LDADD = $(TEST_LDADD)
+tests_check_timer_SOURCES = tests/check_timer.c
+tests_check_timer_CFLAGS = $(TEST_CFLAGS)
+tests_check_timer_LDADD = $(TEST_LDADD)
+tests_check_os_thread_SOURCES = tests/check_os_thread.c
+tests_check_os_thread_CFLAGS = $(TEST_CFLAGS)
+tests_check_os_thread_LDADD = $(TEST_LDADD)
+tests_stress_wake_SOURCES = tests/stress_wake.c
+tests_stress_wake_CFLAGS = $(TEST_CFLAGS)
+tests_stress_wake_LDADD = $(TEST_LDADD)
+
+EXTRA_DIST += tests/README
+
+include tests/sync.mk
+include tests/chan.mk
+include tests/io.mk

@@ -1,0 +1,60 @@
+/*
+ * tests/harness.h - helpers shared by the Check suites and stress tests.
+ *
+ * Rules (STYLE.md "Tests"): the runtime is started inside each test
+ * (Check forks per test; fork copies only the calling thread), and no
+ * ck_assert runs inside a weft thread: threads record the first failure
+ * with WT_CHECK and the test body asserts wt_failed() after joining.
+ */
+#ifndef WEFT_TESTS_HARNESS_H
+#define WEFT_TESTS_HARNESS_H
+
+#include <check.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <weft.h>
+
+/* First failure recorded by any thread (file:line: expression), or NULL. */
+extern _Atomic(const char *) wt_failure;
+
+#define WT_STR2(x) #x
+#define WT_STR(x) WT_STR2(x)
+#define WT_CHECK(c) do { \
+	if (!(c)) { \
+		const char *expected_ = NULL; \
+		atomic_compare_exchange_strong(&wt_failure, &expected_, \
+			__FILE__ ":" WT_STR(__LINE__) ": " #c); \
+	} \
+} while (0)
+
+/* Assert in the test body that no thread recorded a failure. */
+#define wt_assert_no_failure() \
+	ck_assert_msg(atomic_load(&wt_failure) == NULL, "%s", atomic_load(&wt_failure))
+
+/* Runtime configurations for tcase_add_loop_test: index into this table. */
+struct wt_config {
+	const char *name;
+	int workers;   /* 0 = all CPUs */
+	int pin;
+};
+extern const struct wt_config wt_configs[];
+extern const int wt_nconfigs;
+
+/* Start the runtime with configuration i (asserts success). */
+void wt_init(int i);
+/* Start with n workers. */
+void wt_init_workers(int n);
+/* Shut the runtime down (asserts success). */
+void wt_shutdown(void);
+
+/* Seed for stress tests: WEFT_TEST_SEED or time-based; prints "seed=N". */
+uint64_t wt_seed(void);
+/* A small fast PRNG. */
+uint64_t wt_rand(uint64_t *state);
+/* Stress budget in seconds: WEFT_STRESS_SECONDS, default 2. */
+double wt_stress_seconds(void);
+
+/* Run a suite: srunner with default settings; returns the exit status. */
+int wt_run_suite(Suite *s);
+
+#endif
