@@ -11,3 +11,4 @@ dist_noinst_SCRIPTS += examples/run-seeds.sh
 
 include examples/seeds.mk
 include examples/io.mk
+include examples/chan.mk

@@ -32,6 +32,9 @@
 #include <weft/version.h>
 #include <weft/thread.h>
 #include <weft/stats.h>
+#include <weft/sync.h>
+#include <weft/chan.h>
+#include <weft/io.h>
 
 WEFT_EXTERN_C_BEGIN
 

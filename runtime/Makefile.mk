@@ -19,7 +19,7 @@ if CTX_X86_64
 libweft_la_SOURCES += runtime/context_x86_64.S
 endif
 if CTX_AARCH64
-libweft_la_SOURCES += runtime/context_aarch64.S
+libweft_la_SOURCES += runtime/context_aarch64.S runtime/context_aarch64_make.c
 endif
 if CTX_UCONTEXT
 libweft_la_SOURCES += runtime/context_ucontext.c
@@ -36,7 +36,7 @@ noinst_HEADERS += \
 	runtime/wft.h
 
 EXTRA_DIST += runtime/features.def runtime/stats.def \
-	runtime/context_x86_64.S runtime/context_aarch64.S runtime/context_ucontext.c
+	runtime/context_x86_64.S runtime/context_aarch64.S runtime/context_aarch64_make.c runtime/context_ucontext.c
 
 weftinclude_HEADERS += \
 	include/weft/common.h \

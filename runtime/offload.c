@@ -79,6 +79,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <weft/io.h>
@@ -180,6 +181,7 @@ static int pool_max(void)
 static void *helper_main(void *arg)
 {
 	(void)arg;
+	prctl(PR_SET_NAME, "weft-offload");
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
 		struct job *j;
@@ -227,6 +229,8 @@ static bool helper_start_locked(void)
 	return true;
 }
 
+/* Context: weft thread. May park: yes. Locks: takes pool.lock.
+ * Returns: fn's result; *err = errno after fn. (Pool protocol) */
 void *wft_offload_run(void *(*fn)(void *), void *arg, int *err)
 {
 	struct wft_worker *w = wft_worker_self();
@@ -239,9 +243,10 @@ void *wft_offload_run(void *(*fn)(void *), void *arg, int *err)
 			  !helper_start_locked() && pool.nthreads == 0)) {
 		/* No helper at all: run inline rather than wait forever. */
 		pthread_mutex_unlock(&pool.lock);
-		errno = 0;
+		/* fn may park (and migrate): opaque errno accessors (io.c) */
+		wft_set_errno(0);
 		j.ret = fn(arg);
-		*err = errno;
+		*err = wft_get_errno();
 		return j.ret;
 	}
 	if (pool.tail)
@@ -272,7 +277,7 @@ void *weft_offload(void *(*fn)(void *), void *arg)
 	if (!t)
 		return fn(arg);
 	r = wft_offload_run(fn, arg, &err);
-	errno = err;
+	wft_set_errno(err);   /* we parked: see "errno and migration" in io.c */
 	return r;
 }
 
@@ -294,6 +299,7 @@ static void *poller_main(void *arg)
 	size_t cap = 0;
 
 	(void)arg;
+	prctl(PR_SET_NAME, "weft-poller");
 	pthread_mutex_lock(&pl.lock);
 	while (!pl.stop) {
 		size_t need = (size_t)pl.nwaiting + 1, n = 1;
@@ -375,7 +381,7 @@ static int poller_start_locked(void)
 {
 	pl.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (pl.efd < 0)
-		return errno;
+		return wft_get_errno();
 	pl.stop = false;
 	if (start_thread(&pl.tid, poller_main)) {
 		close(pl.efd);
@@ -401,6 +407,8 @@ static void *poll_on_pool(void *arg)
 	return (void *)(intptr_t)(poll(&p, 1, c->timeout_ms) > 0 ? p.revents : 0);
 }
 
+/* Context: weft thread. May park: yes. Locks: takes pl.lock.
+ * Returns: revents (> 0) or 0 at the deadline. (Poller protocol) */
 int wft_offload_wait_fd(int fd, short events, weft_time_t deadline)
 {
 	struct pollreq r = { .fd = fd, .events = events };
@@ -448,6 +456,7 @@ int wft_offload_wait_fd(int fd, short events, weft_time_t deadline)
 /* ---------------------------------------------------------------------- */
 /* Lifetime (I4) */
 
+/* Context: a worker's OS thread (wft_uring_setup). May park: no. */
 void wft_offload_ref(void)
 {
 	const char *e;
@@ -469,6 +478,9 @@ void wft_offload_ref(void)
 	pthread_mutex_unlock(&pool.lock);
 }
 
+/* The last reference stops and joins every helper and the poller (I4).
+ * Context: a worker's OS thread (wft_uring_teardown), no weft thread left.
+ * May park: the OS thread waits in pthread_join. */
 void wft_offload_unref(void)
 {
 	struct helper *h;

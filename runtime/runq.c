@@ -109,6 +109,21 @@ void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t)
 	rq_unlock(w);
 }
 
+void wft_runq_push_front_owner(struct wft_worker *w, struct weft_thread *t)
+{
+	struct wft_runq *q = &w->rq;
+
+	rq_lock(w);
+	t->link = q->phead;
+	q->phead = t;
+	if (!q->ptail)
+		q->ptail = t;
+	q->pcount++;
+	/* relaxed: a hint for thieves deciding whether to set split_req */
+	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
+	rq_unlock(w);
+}
+
 /* Append a chain from another thread (NO_MAILBOX baseline). */
 void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first,
 				 struct weft_thread *last, uint32_t n)

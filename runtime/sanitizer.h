@@ -23,6 +23,7 @@
 #define WFT_ASAN 1
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #else
 #define WFT_ASAN 0
 #endif
@@ -64,6 +65,16 @@ static inline void wft_san_switch_end(void *fake_save)
 	__sanitizer_finish_switch_fiber(fake_save, NULL, NULL);
 #endif
 	(void)fake_save;
+}
+
+/* A reused stack still carries the shadow of the frames its last thread
+ * never returned from (it switched away for good): clear it before reuse. */
+static inline void wft_san_stack_fresh(void *lo, size_t size)
+{
+#if WFT_ASAN
+	__asan_unpoison_memory_region(lo, size);
+#endif
+	(void)lo; (void)size;
 }
 
 static inline void *wft_san_fiber_create(void)

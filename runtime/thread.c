@@ -344,7 +344,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 		}
 		atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
 		if (target == w)
-			wft_worker_push_local(w, t, false);
+			wft_worker_push_spawn(w, t);
 		else
 			wft_worker_push_remote(target, t, t, 1);
 	}
@@ -526,7 +526,11 @@ int wft_thread_park(weft_time_t deadline)
 				wft_timer_cancel(&t->timer);
 			return 0;
 		}
-		/* A waker won and queued us: go through the scheduler anyway. */
+		/* A waker won and queued us: go through the scheduler anyway.
+		 * If the winner was the timeout, the unpark whose token we just
+		 * took must not be lost: put the token back (a later park then
+		 * returns at once; it is cleared below if an unpark won). */
+		atomic_store_explicit(&t->token, 1, memory_order_relaxed);
 	}
 	wft_stat_inc(w, thread_parks);
 	wft_worker_schedule(w, WFT_SCHED_PARK);

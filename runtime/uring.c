@@ -99,15 +99,22 @@
  * per kick.
  *
  *   Rejected: IORING_OP_MSG_RING from the kicker's own ring. Measured with
- *   weft-micro's cross-worker wake ping-pong on this 2-CPU VM (see the
- *   numbers at KICK_MSG_RING below) it was no faster than the eventfd
- *   write, and it needs a ring on the kicking side: kicks also come from
- *   plain OS threads (weft_unpark from main, the offload helpers and the
- *   fallback poller completing work, weft_shutdown), which have none, so
- *   MSG_RING would need the eventfd anyway plus a second code path, and a
- *   kick from inside wft_uring_poll would re-enter the kicker's SQ. The
- *   MSG_RING kick stays compiled (KICK_MSG_RING = 0) so the measurement can
- *   be repeated.
+ *   examples/kick-pingpong (two threads pinned to workers 0 and 1 wake
+ *   each other with weft_unpark; WEFT_FEATURES=NO_IDLE_SPIN so every wake
+ *   finds the other worker asleep and kicks it), 3 runs each on the 2-CPU
+ *   VM, kernel 6.18, DEFER_TASKRUN rings:
+ *       eventfd write          5.1 - 6.0 us per round trip (2 kicks)
+ *       MSG_RING               7.4 - 8.2 us, and ~1.5-2x as many worker
+ *                              wakeups as kicks (the kicker's own enter)
+ *       futex (NO_URING)       6.8 - 10 us
+ *   The eventfd write is one plain syscall on the kicker's side; MSG_RING
+ *   is an io_uring_enter that also submits and completes on the kicker's
+ *   ring. MSG_RING also needs a ring on the kicking side, but kicks come
+ *   from plain OS threads too (weft_unpark from main, the offload helpers
+ *   and the fallback poller completing work, weft_shutdown), so it would
+ *   need the eventfd anyway as a second path, and a kick from inside
+ *   wft_uring_poll would re-enter the kicker's SQ. The MSG_RING kick stays
+ *   compiled (KICK_MSG_RING = 0) so the measurement can be repeated.
  *
  * Kick lifetime (I5). wft_idle_kick_force() (shutdown) may kick a worker
  * that has already left its loop and is tearing its ring down. Kickers and
@@ -274,6 +281,10 @@ static bool arm_kick(struct wft_uring *r)
 	return true;
 }
 
+/* Give w a ring (or leave w->ring NULL: NO_URING or no io_uring), and take
+ * a reference on the offload pool.
+ * Context: w's own OS thread, before it runs threads. May park: no.
+ * Returns: 0 (a missing io_uring is not an error). */
 int wft_uring_setup(struct wft_worker *w)
 {
 	struct wft_uring *r = &slots[w->id];
@@ -329,6 +340,9 @@ fallback:
 	return 0;
 }
 
+/* Close w's ring (Kick lifetime) and drop the pool reference; the last
+ * worker's drop joins the pool's helper threads.
+ * Context: w's own OS thread, after its loop ended (no thread runs). May park: no. */
 void wft_uring_teardown(struct wft_worker *w)
 {
 	struct wft_uring *r = w->ring;
@@ -451,6 +465,9 @@ static inline bool local_idle(struct wft_worker *w)
 	return !w->next && wft_runq_size(w) == 0;
 }
 
+/* Reap, and submit what is due (see Batching).
+ * Context: owner worker (its scheduler or the thread switching away).
+ * May park: no. Returns: the number of waiters woken. */
 unsigned wft_uring_poll(struct wft_worker *w)
 {
 	struct wft_uring *r = w->ring;
@@ -472,6 +489,8 @@ unsigned wft_uring_poll(struct wft_worker *w)
 	return woken;
 }
 
+/* Context: weft thread running on w. May park: only if the SQ stays full
+ * after a flush (it yields). Returns: a free SQE, never NULL. */
 struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need)
 {
 	struct wft_uring *r = w->ring;
@@ -497,6 +516,10 @@ struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need)
 /* ---------------------------------------------------------------------- */
 /* Idle sleep and kick */
 
+/* The idle sleep (see Wait): submit what is queued and sleep until a CQE,
+ * a kick or deadline (absolute CLOCK_MONOTONIC, WEFT_TIME_INFINITE = none).
+ * Context: owner worker, w->sleep announced SLEEPING. May park: the OS
+ * thread sleeps in io_uring_enter. */
 void wft_uring_wait(struct wft_worker *w, weft_time_t deadline)
 {
 	struct wft_uring *r = w->ring;
@@ -552,6 +575,9 @@ static void kick_msg_ring(struct wft_worker *self, struct wft_uring *target)
 	flush(self, r);
 }
 
+/* Wake w from wft_uring_wait (see Kick). Called once per sleep by the
+ * waker that moved w->sleep from SLEEPING to KICKED, and by shutdown.
+ * Context: any. May park: no (one write syscall). */
 void wft_uring_kick(struct wft_worker *w)
 {
 	struct wft_uring *r = w->ring;

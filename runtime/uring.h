@@ -58,6 +58,12 @@ struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need);
  * Context: any. */
 int wft_uring_describe(char *buf, size_t len);
 
+/* errno of the OS thread running the caller now; code that may run after
+ * a park uses these instead of errno (see "errno and migration" in io.c).
+ * Context: any. */
+void wft_set_errno(int e);
+int wft_get_errno(void);
+
 /* Offload pool (runtime/offload.c). */
 
 /* Take/drop a reference on the pool and the fallback poller: each worker

@@ -37,25 +37,45 @@ struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *sel
 	return self ? self : wft_rt.workers[0];
 }
 
-int wft_wake(struct weft_thread *t, int reason)
+bool wft_wake_claim(struct weft_thread *t, int reason)
 {
-	struct wft_worker *self, *target;
 	int expected = WFT_T_PARKED;
 
 	/* seq_cst: the load half of the Park protocol's StoreLoad pair when
-	 * called from weft_unpark (runtime/thread.c); acq_rel would do for the
-	 * race between wakers themselves */
+	 * called after weft_unpark's token xchg (runtime/thread.c); acq_rel
+	 * would do for the race between wakers themselves */
 	if (!atomic_compare_exchange_strong_explicit(&t->state, &expected, WFT_T_RUNNABLE,
 			memory_order_seq_cst, memory_order_relaxed))
-		return 0;
-	t->wake_reason = reason;
-	self = wft_worker_self();
-	target = wft_wake_target(t, self);
+		return false;
+	t->wake_reason = reason & ~WFT_WAKE_F_SYNC;
+	return true;
+}
+
+void wft_wake_deliver(struct weft_thread *t, int flags)
+{
+	struct wft_worker *self = wft_worker_self(), *target;
+
+	/* Sync wakeup (the kernel's WF_SYNC with nr_running == 1, Go's runnext):
+	 * the waker is about to block and its worker has nothing else to run,
+	 * so the wakee takes the waker's place at once. Gated on an empty worker
+	 * because the next slot cannot be stolen and nothing preempts the waker. */
+	if ((flags & WFT_WAKE_F_SYNC) && self && t->pin < 0 && wft_feat(SYNC_WAKE) &&
+	    !self->next && wft_runq_size(self) == 0 && wft_mailbox_empty(&self->mailbox))
+		target = self;
+	else
+		target = wft_wake_target(t, self);
 	if (target == self) {
 		wft_stat_inc(self, wakes_local);
 		wft_worker_push_local(self, t, true);
 	} else {
 		wft_worker_push_remote(target, t, t, 1);
 	}
+}
+
+int wft_wake(struct weft_thread *t, int reason)
+{
+	if (!wft_wake_claim(t, reason))
+		return 0;
+	wft_wake_deliver(t, reason & WFT_WAKE_F_SYNC);
 	return 1;
 }

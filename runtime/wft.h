@@ -199,6 +199,15 @@ struct weft_thread *wft_thread_self(void);
  * reason is stored for the wakee. Never blocks; never takes a target lock.
  * Context: any. */
 int wft_wake(struct weft_thread *t, int reason);
+/* Flag or-ed into reason: the waker is about to block (see wake.c). */
+#define WFT_WAKE_F_SYNC 0x100
+/* The two halves of wft_wake, for batched wakeups (wake queues): win the
+ * PARKED -> RUNNABLE CAS and store the reason (returns false if another
+ * waker won or t was not parked), then deliver t to its target worker.
+ * A caller that claims many threads may instead link them through t->link
+ * and hand each target one chain with wft_worker_push_remote(). */
+bool wft_wake_claim(struct weft_thread *t, int reason);
+void wft_wake_deliver(struct weft_thread *t, int flags);
 
 /* Park the calling thread with an optional deadline (WEFT_TIME_INFINITE).
  * Consumes the unpark token. Returns 0 or ETIMEDOUT. Context: weft thread. */
@@ -250,6 +259,8 @@ struct wft_runq {
 void wft_runq_init_unsafe(struct wft_runq *q);
 void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t);
 struct weft_thread *wft_runq_pop_owner(struct wft_worker *w);
+/* Push at the head of the private part (runs before older private work). */
+void wft_runq_push_front_owner(struct wft_worker *w, struct weft_thread *t);
 /* NO_MAILBOX baseline: a remote waker appends under the target's rqlock. */
 void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first,
 				 struct weft_thread *last, uint32_t n);
@@ -406,6 +417,8 @@ void wft_worker_schedule(struct wft_worker *w, int how);
 
 /* Make t runnable on w from w itself (local wake or spawn). */
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot);
+/* Queue a thread just spawned by a thread of w (see "Spawn order" in worker.c). */
+void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t);
 /* Deliver a chain of threads (all targeting w) from another thread. */
 void wft_worker_push_remote(struct wft_worker *w, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n);
@@ -459,6 +472,19 @@ int wft_waiter_wait(struct wft_waiter *wt, weft_time_t deadline);
  * waiter may be gone as soon as the state is stored; nothing else of it is
  * touched after. Context: any. */
 void wft_waiter_wake(struct wft_waiter *wt);
+/* Like wft_waiter_wake(), but the caller hints that it is about to block
+ * (a rendezvous hand-off): the wakee may take the caller's place on its
+ * worker (sync wakeup, runtime/wake.c). Context: any. May park: no. */
+void wft_waiter_wake_sync(struct wft_waiter *wt);
+/* Batched wake, step 1: mark wt WOKEN (release) and, for a weft thread,
+ * give its unpark token and win its PARKED -> RUNNABLE transition without
+ * enqueueing it. Returns the thread the caller must now deliver (with
+ * wft_wake_deliver, or in a chain through wft_worker_push_remote /
+ * wft_worker_push_local), or NULL when there is nothing to deliver: an OS
+ * thread (woken here by futex), or a thread that had not parked yet (it
+ * sees WOKEN / its token by itself). Nothing of *wt is touched after the
+ * WOKEN store. Context: any. May park: no. */
+struct weft_thread *wft_waiter_claim(struct wft_waiter *wt);
 
 /* ---------------------------------------------------------------------- */
 /* Misc (runtime/init.c, thread.c). */

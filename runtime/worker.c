@@ -88,22 +88,28 @@ static struct weft_thread *pick(struct wft_worker *w)
 		drain_mailbox(w);
 	if (w->ring)
 		wft_uring_poll(w);
-	if (w->timers.n) {
-		/* relaxed: the owner's own field */
-		if (!w->current || (++w->tick % TIMER_CHECK_EVERY) == 0) {
-			weft_time_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+	{
+		/* relaxed: the heap's minimum, a hint written under the heap lock
+		 * (a canceller on another worker may change it concurrently) */
+		weft_time_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
 
-			if (next != WEFT_TIME_INFINITE) {
-				weft_time_t now = wft_now();
+		if (next != WEFT_TIME_INFINITE &&
+		    (!w->current || (++w->tick % TIMER_CHECK_EVERY) == 0)) {
+			weft_time_t now = wft_now();
 
-				if (next <= now)
-					wft_timer_run(w, now);
-			}
+			if (next <= now)
+				wft_timer_run(w, now);
 		}
 	}
 	/* relaxed: a thief's hint; see runq.c */
-	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)))
+	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed))) {
 		wft_runq_publish_owner(w);
+		/* the thief that asked may have gone to sleep since: see
+		 * "Surplus" in runtime/idle.c */
+		if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0 &&
+		    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+			wft_idle_wake_one(w);
+	}
 
 	t = w->next;
 	if (t) {
@@ -168,6 +174,7 @@ static bool prepare(struct wft_worker *w, struct weft_thread *next)
 		return false;
 	}
 	g = next->guard ? wft_page_size() : 0;
+	wft_san_stack_fresh((char *)next->stack + g, next->stack_size);
 	wft_ctx_make(&next->ctx, (char *)next->stack + g, next->stack_size,
 		     wft_thread_start, next);
 	if (WFT_TSAN && !next->san_fiber)
@@ -250,6 +257,33 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	wft_worker_finish_switch(w);
 }
 
+/* If workers sleep and none is looking while w has queued work, get one
+ * (relaxed hints; see "Surplus" in runtime/idle.c). */
+static inline void maybe_wake_idle(struct wft_worker *w, struct weft_thread *t)
+{
+	if (t->pin < 0 &&
+	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
+	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+		wft_idle_wake_one(w);
+}
+
+/*
+ * Spawn order. A thread spawned by a thread of this worker goes to the head
+ * of the private list: children run newest first (depth first, the order
+ * of a Cilk deque's owner), while wakeups and yields go to the tail (FIFO).
+ * Why: with FIFO spawns a recursive program (fib, quicksort) starts its
+ * children breadth first, and every started child that blocks in a join
+ * holds a stack: fib(30) then needs hundreds of thousands of stacks at once
+ * and runs out of VMAs (vm.max_map_count). Newest-first keeps the started
+ * set to about the recursion depth. Threads that were queued before keep
+ * their order among themselves.
+ */
+void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
+{
+	wft_runq_push_front_owner(w, t);
+	maybe_wake_idle(w, t);
+}
+
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
 {
 	if (next_slot && wft_feat(NEXT_SLOT)) {
@@ -261,12 +295,7 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 		t = old;   /* I3: the displaced one goes to the tail */
 	}
 	wft_runq_push_owner(w, t);
-	/* There is queued work: if workers sleep and none is looking, get one
-	 * (relaxed hints; see "Surplus" in runtime/idle.c). */
-	if (t->pin < 0 &&
-	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
-	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
-		wft_idle_wake_one(w);
+	maybe_wake_idle(w, t);
 }
 
 void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first,

@@ -65,15 +65,45 @@ int wft_waiter_wait(struct wft_waiter *wt, weft_time_t deadline)
 	}
 }
 
-void wft_waiter_wake(struct wft_waiter *wt)
+static void waiter_wake(struct wft_waiter *wt, int flags)
 {
 	struct weft_thread *t = wt->thread;
 
 	/* release: publishes result/data; pairs with the acquire load in wait.
 	 * After this store the waiter may be gone (see Lifetime). */
 	atomic_store_explicit(&wt->state, WFT_WAITER_WOKEN, memory_order_release);
-	if (t)
-		weft_unpark(t);
-	else
+	if (!t) {
 		wft_futex_wake(&wt->state, 1);
+		return;
+	}
+	/* seq_cst: the unpark half of the Park protocol (runtime/thread.c) */
+	if (atomic_exchange_explicit(&t->token, 1, memory_order_seq_cst))
+		return;
+	wft_wake(t, WFT_WAKE_NORMAL | flags);
+}
+
+void wft_waiter_wake_sync(struct wft_waiter *wt)
+{
+	waiter_wake(wt, WFT_WAKE_F_SYNC);
+}
+
+struct weft_thread *wft_waiter_claim(struct wft_waiter *wt)
+{
+	struct weft_thread *t = wt->thread;
+
+	/* release: as in waiter_wake */
+	atomic_store_explicit(&wt->state, WFT_WAITER_WOKEN, memory_order_release);
+	if (!t) {
+		wft_futex_wake(&wt->state, 1);
+		return NULL;
+	}
+	/* seq_cst: the unpark half of the Park protocol (runtime/thread.c) */
+	if (atomic_exchange_explicit(&t->token, 1, memory_order_seq_cst))
+		return NULL;
+	return wft_wake_claim(t, WFT_WAKE_NORMAL) ? t : NULL;
+}
+
+void wft_waiter_wake(struct wft_waiter *wt)
+{
+	waiter_wake(wt, 0);
 }

@@ -20,7 +20,7 @@ TESTS += $(core_tests)
 
 tests_check_context_SOURCES = tests/check_context.c
 tests_check_context_CFLAGS = $(TEST_CFLAGS)
-tests_check_context_LDADD = $(TEST_LDADD)
+tests_check_context_LDADD = $(TEST_LDADD) -lm
 tests_check_thread_SOURCES = tests/check_thread.c
 tests_check_thread_CFLAGS = $(TEST_CFLAGS)
 tests_check_thread_LDADD = $(TEST_LDADD)

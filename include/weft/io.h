@@ -19,7 +19,7 @@
  *     without blocking; pollable descriptors (sockets, pipes, ttys, eventfds)
  *     then wait for readiness in a shared poller thread, and everything else
  *     (regular files, openat, fsync, connect) runs on the offload pool below.
- *     weft_io_backend() and WEFT_STATS=1 say which backend is active.
+ *     weft_io_backend() reports which backend is active.
  *   - Called from a plain OS thread (or with the runtime stopped), each call
  *     simply runs the system call, blocking that OS thread.
  *
@@ -95,6 +95,18 @@ WEFT_API int weft_io_fsync(int fd);
  * -1 with errno (EINVAL bad arguments). An invalid fd gives POLLNVAL, as
  * poll(2) does. Not affected by weft_io_set_timeout(). Context: any. */
 WEFT_API int weft_io_poll(int fd, short events, int timeout_ms);
+
+/* errno: each call above sets errno like the system call it mirrors, but
+ * errno belongs to the OS thread, and a weft thread that parked may resume
+ * on another worker's OS thread. Read errno right after the failing call,
+ * before any other weft call. One trap: glibc declares __errno_location()
+ * const, so a compiler may compute &errno once per function (or hoist it out
+ * of a loop) and reuse that address after a call that migrated the thread,
+ * reading another OS thread's errno. In a function that reads errno on both
+ * sides of a weft call, use weft_errno() instead: the errno of the OS thread
+ * the caller runs on now, read through a call the compiler cannot merge.
+ * Context: any. */
+WEFT_API int weft_errno(void);
 
 /* Set the calling weft thread's I/O timeout in nanoseconds (0 = none, the
  * default), relative, applied to each later call (see Timeouts above).

@@ -1,7 +1,9 @@
 /*
- * runtime/context_aarch64.c - making new aarch64 contexts (the switch itself
- * is inline, see runtime/context_aarch64.h; the first entry is
- * wft_ctx_trampoline in context_aarch64.S).
+ * runtime/context_aarch64_make.c - making new aarch64 contexts (the switch
+ * itself is inline, see runtime/context_aarch64.h; the first entry is
+ * wft_ctx_trampoline in context_aarch64.S). Not named context_aarch64.c:
+ * automake would build both that and context_aarch64.S into the same
+ * context_aarch64.lo and refuses.
  *
  * Objects: a struct wft_ctx that has never been switched to holds
  *   sp = the aligned stack top, pc = wft_ctx_trampoline, fp = 0,

@@ -1,0 +1,484 @@
+/*
+ * sync/rwlock.c - weft_rwlock_t: phase-fair reader-writer lock.
+ *
+ * What it owns
+ *   The rwlock word, two FIFO queues (readers, writers) and the hand-off
+ *   rules between read phases and write phases.
+ *
+ * State word (rw->state, 64 bits)
+ *
+ *   bits 63..3       | bit 2 | bit 1 | bit 0
+ *   readers (x 8)    | RWAIT | WWAIT | WRITER
+ *
+ *   readers   Number of read holds. Changed lockless by CAS (+8 / -8) in
+ *             the fast paths, or under qlock by a grant.
+ *   WRITER    A writer holds it; rw->wowner says who. Set by the writer's
+ *             CAS from 0, or by a grant under qlock.
+ *   WWAIT     A writer is queued. New readers must queue behind it (writers
+ *             cannot starve); the last reader out must hand the lock to the
+ *             head writer. Set/cleared under qlock.
+ *   RWAIT     A reader is queued. The writer's unlock must take the slow
+ *             path and admit every queued reader. Set/cleared under qlock.
+ *
+ *   I1. WRITER => readers == 0.
+ *   I2. Under qlock: WWAIT <=> writer queue non-empty; RWAIT <=> reader
+ *       queue non-empty.
+ *   I3. A reader queues only while WRITER or WWAIT is set; a writer only
+ *       while the lock is held. So a free lock has empty queues.
+ *   I4. While WRITER is set only the owning writer (its unlock) and qlock
+ *       holders write the word: lockless CASes expect no WRITER.
+ *
+ * Protocol (phase-fair)
+ *   "Read lock": CAS readers + 1 (acquire) while neither WRITER nor WWAIT.
+ *   Else under qlock: the same CAS, or CAS RWAIT on; queue; park. A granted
+ *   reader returns with its hold already counted by the granter.
+ *   "Write lock": CAS 0 -> WRITER (acquire). Else under qlock: the same, or
+ *   CAS WWAIT on; queue; park; granted = we are the writer.
+ *   "Write unlock": CAS WRITER -> 0 (release). If flags are set: under
+ *   qlock, admit every queued reader (a read phase: readers = their count,
+ *   WWAIT kept), else the head writer, else release; wake them after qlock.
+ *   "Read unlock": CAS readers - 1 (release), unless we are the last reader
+ *   and someone waits: then under qlock hand the lock to the head writer
+ *   (or, if the writers all timed out, admit the queued readers).
+ *   So phases alternate whenever both kinds wait: neither can starve.
+ *
+ *     waiter (reader or writer)         releaser
+ *     ------                            --------
+ *     qlock                             CAS on state (RMW): release; the
+ *     CAS state: set RWAIT/WWAIT          value it reads says whether any
+ *       only if still blocked (RMW)       waiter flag is set
+ *     queue; qunlock; park              if set: qlock; grant; qunlock; wake
+ *
+ *   Either the waiter's CAS sees the release (it takes the lock instead of
+ *   queueing) or the releaser's CAS sees the flag (it grants under qlock,
+ *   after the waiter's qunlock), because both are RMWs of the same word.
+ *
+ *   Linearisation points: the CAS that changes the holder fields, or the
+ *   grant under qlock for a queued waiter; a timed-out lock = the unlink of
+ *   its record.
+ *
+ *   Interleavings considered: release racing queueing (above); a timeout
+ *   racing a grant (`queued` under qlock decides; a granted waiter holds the
+ *   lock and returns 0); the only queued writer timing out while readers
+ *   hold and readers queue behind it (it clears WWAIT and admits them: no
+ *   reader waits for a writer that is gone); readers leaving lockless while
+ *   the last one goes to the slow path (the slow path re-reads under qlock
+ *   and only hands off when it really is the last).
+ *
+ * Rejected alternatives
+ *   - Readers serialising on an internal mutex (counter under a lock): every
+ *     read lock would bounce the mutex; here a read lock is one CAS.
+ *   - Writer preference only: readers starve under a stream of writers.
+ *   - Reader preference (glibc default): writers starve.
+ */
+#include "sync/waitq.h"
+
+#define WFT_RW_WRITER ((uint64_t)1)
+#define WFT_RW_WWAIT  ((uint64_t)2)
+#define WFT_RW_RWAIT  ((uint64_t)4)
+#define WFT_RW_READER ((uint64_t)8)
+#define WFT_RW_FLAGS  (WFT_RW_WRITER | WFT_RW_WWAIT | WFT_RW_RWAIT)
+/* Most read holds at once (EAGAIN beyond, like pthread's). */
+#define WFT_RW_MAX_READERS ((uint64_t)INT32_MAX)
+
+enum { KIND_READ = 1, KIND_WRITE = 2 };
+
+struct wft_rwlock {
+	_Atomic uint64_t state;
+	struct wft_slock qlock;
+	uint32_t pad;
+	_Atomic uintptr_t wowner;     /* owner id of the writer, 0 if none */
+	struct wft_waitq rq;          /* queued readers, FIFO; qlock */
+	struct wft_waitq wq;          /* queued writers, FIFO; qlock */
+};
+_Static_assert(sizeof(struct wft_rwlock) <= sizeof(weft_rwlock_t), "rwlock fits its public type");
+
+#define rw_of(p) ((struct wft_rwlock *)(void *)(p))
+
+static inline uint64_t readers(uint64_t v)
+{
+	return v / WFT_RW_READER;
+}
+
+/*
+ * Context: any; no concurrent use. May park: no.
+ * Returns: 0, EINVAL (rw NULL).
+ */
+int weft_rwlock_init(weft_rwlock_t *rw)
+{
+	if (!rw)
+		return EINVAL;
+	*rw = (weft_rwlock_t)WEFT_RWLOCK_INITIALIZER;
+	return 0;
+}
+
+/*
+ * Context: any. May park: no.
+ * Returns: 0, EINVAL (rw NULL), EBUSY (held or waited on).
+ */
+int weft_rwlock_destroy(weft_rwlock_t *prw)
+{
+	struct wft_rwlock *rw = rw_of(prw);
+	bool busy;
+
+	if (!prw)
+		return EINVAL;
+	wft_slock_lock(&rw->qlock);
+	/* relaxed: a snapshot */
+	busy = wft_load(&rw->state, relaxed) != 0 || !wft_waitq_empty(&rw->rq) ||
+	       !wft_waitq_empty(&rw->wq);
+	wft_slock_unlock(&rw->qlock);
+	return busy ? EBUSY : 0;
+}
+
+/* Grant every queued reader: unlink them into q and return how many.
+ * Locks: rw->qlock. */
+static uint64_t grant_readers_locked(struct wft_rwlock *rw, struct wft_wake_q *q)
+{
+	struct wft_swaiter *sw;
+	uint64_t k = 0;
+
+	while ((sw = wft_waitq_pop_front(&rw->rq)) != NULL) {
+		sw->w.result = WFT_SW_GRANTED;
+		wft_wake_q_add(q, &sw->w);
+		k++;
+	}
+	return k;
+}
+
+/* Grant the head writer (there must be one). Locks: rw->qlock. */
+static void grant_writer_locked(struct wft_rwlock *rw, struct wft_wake_q *q)
+{
+	struct wft_swaiter *sw = wft_waitq_pop_front(&rw->wq);
+
+	sw->w.result = WFT_SW_GRANTED;
+	/* relaxed: read for error checks by the new owner after its WOKEN
+	 * acquire, which follows this store */
+	wft_store(&rw->wowner, sw->id, relaxed);
+	wft_wake_q_add(q, &sw->w);
+}
+
+/* The waiter flags that the queues call for (I2). Locks: rw->qlock. */
+static uint64_t wait_flags_locked(struct wft_rwlock *rw)
+{
+	return (wft_waitq_empty(&rw->wq) ? 0 : WFT_RW_WWAIT) |
+	       (wft_waitq_empty(&rw->rq) ? 0 : WFT_RW_RWAIT);
+}
+
+/* Unlink a timed-out record and restore I2; if it was the last writer and
+ * readers hold the lock, admit the readers queued behind it.
+ * Locks: rw->qlock. */
+static void dequeue_locked(struct wft_rwlock *rw, struct wft_swaiter *sw, struct wft_wake_q *q)
+{
+	uint64_t v, nv, k = 0;
+
+	wft_waitq_remove(sw->kind == KIND_READ ? &rw->rq : &rw->wq, sw);
+	/* relaxed: acted on through the CAS */
+	v = wft_load(&rw->state, relaxed);
+	if (!(v & WFT_RW_WRITER) && wft_waitq_empty(&rw->wq))
+		k = grant_readers_locked(rw, q);
+	for (;;) {
+		nv = (v & ~(WFT_RW_WWAIT | WFT_RW_RWAIT)) | wait_flags_locked(rw);
+		nv += k * WFT_RW_READER;
+		/* acq_rel: admitted readers are granted a hold (acquire side of
+		 * the holders' releases); lockless readers may be leaving at the
+		 * same time, hence a CAS */
+		if (wft_cas(&rw->state, &v, nv, acq_rel))
+			break;
+	}
+}
+
+/*
+ * Queue as a reader or a writer and park until granted (see "Protocol").
+ * Context: any. May park: yes.
+ * Returns: 0, EAGAIN (reader count), ETIMEDOUT.
+ */
+__attribute__((noinline, cold))
+static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t deadline)
+{
+	struct wft_wake_q q = { 0 };
+	struct wft_swaiter sw;
+	uint64_t v, flag;
+	int r;
+
+	wft_swaiter_init(&sw, id);
+	sw.kind = kind;
+	flag = kind == KIND_READ ? WFT_RW_RWAIT : WFT_RW_WWAIT;
+	wft_slock_lock(&rw->qlock);
+	/* relaxed: acted on through the CAS */
+	v = wft_load(&rw->state, relaxed);
+	for (;;) {
+		if (kind == KIND_READ && !(v & (WFT_RW_WRITER | WFT_RW_WWAIT))) {
+			if (readers(v) >= WFT_RW_MAX_READERS) {
+				wft_slock_unlock(&rw->qlock);
+				return EAGAIN;
+			}
+			/* acquire: pairs with the writer's release */
+			if (wft_cas(&rw->state, &v, v + WFT_RW_READER, acquire)) {
+				wft_slock_unlock(&rw->qlock);
+				return 0;
+			}
+			continue;
+		}
+		if (kind == KIND_WRITE && (v & ~WFT_RW_RWAIT) == 0) {
+			/* acquire: pairs with the last holder's release */
+			if (wft_cas(&rw->state, &v, v | WFT_RW_WRITER, acquire)) {
+				/* relaxed: see grant_writer_locked */
+				wft_store(&rw->wowner, id, relaxed);
+				wft_slock_unlock(&rw->qlock);
+				return 0;
+			}
+			continue;
+		}
+		if (deadline != WEFT_TIME_INFINITE && wft_now() >= deadline) {
+			wft_slock_unlock(&rw->qlock);
+			return ETIMEDOUT;
+		}
+		/* relaxed: the RMW pairs with the releaser's CAS (argument
+		 * above); the record is published by qunlock */
+		if (wft_cas(&rw->state, &v, v | flag, relaxed))
+			break;
+	}
+	wft_waitq_push_back(kind == KIND_READ ? &rw->rq : &rw->wq, &sw);
+	wft_slock_unlock(&rw->qlock);
+
+	r = wft_waiter_wait(&sw.w, deadline);
+	if (r == ETIMEDOUT) {
+		wft_slock_lock(&rw->qlock);
+		if (sw.queued) {
+			dequeue_locked(rw, &sw, &q);
+			wft_slock_unlock(&rw->qlock);
+			wft_wake_q_flush(&q);
+			return ETIMEDOUT;
+		}
+		wft_slock_unlock(&rw->qlock);
+		/* Granted meanwhile: wait for the WOKEN store (wake_q.c I3). */
+		wft_waiter_wait(&sw.w, WEFT_TIME_INFINITE);
+	}
+	return 0;
+}
+
+static int rdlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
+{
+	struct wft_rwlock *rw = rw_of(prw);
+	struct weft_thread *self;
+	uintptr_t id;
+	uint64_t v;
+
+	if (!prw)
+		return EINVAL;
+	/* relaxed: acted on through the CAS */
+	v = wft_load(&rw->state, relaxed);
+	while (!(v & (WFT_RW_WRITER | WFT_RW_WWAIT))) {
+		if (readers(v) >= WFT_RW_MAX_READERS)
+			return EAGAIN;
+		/* acquire: the read section must see the last writer's
+		 * section; pairs with the release in the writer's unlock */
+		if (wft_cas_weak(&rw->state, &v, v + WFT_RW_READER, acquire))
+			return 0;
+	}
+	if (try)
+		return EBUSY;
+	id = wft_sync_self_id(&self);
+	/* relaxed: only we can have stored our own id */
+	if ((v & WFT_RW_WRITER) && wft_load(&rw->wowner, relaxed) == id)
+		return EDEADLK;
+	return lock_slow(rw, KIND_READ, id, deadline);
+}
+
+static int wrlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
+{
+	struct wft_rwlock *rw = rw_of(prw);
+	struct weft_thread *self;
+	uintptr_t id;
+	uint64_t v = 0;
+
+	if (!prw)
+		return EINVAL;
+	id = wft_sync_self_id(&self);
+	/* acquire: pairs with the release of the previous holders */
+	if (wft_likely(wft_cas(&rw->state, &v, WFT_RW_WRITER, acquire))) {
+		/* relaxed: see grant_writer_locked */
+		wft_store(&rw->wowner, id, relaxed);
+		return 0;
+	}
+	/* relaxed: only we can have stored our own id */
+	if ((v & WFT_RW_WRITER) && wft_load(&rw->wowner, relaxed) == id)
+		return try ? EBUSY : EDEADLK;
+	if (try)
+		return EBUSY;
+	return lock_slow(rw, KIND_WRITE, id, deadline);
+}
+
+/*
+ * Context: any. May park: yes.
+ * Returns: 0, EINVAL (rw NULL), EDEADLK (the caller holds it for writing),
+ * EAGAIN (too many read holds).
+ */
+int weft_rwlock_rdlock(weft_rwlock_t *rw)
+{
+	return rdlock_common(rw, WEFT_TIME_INFINITE, false);
+}
+
+/*
+ * Context: any. May park: no.
+ * Returns: 0, EINVAL (rw NULL), EBUSY (a writer holds it or waits), EAGAIN.
+ */
+int weft_rwlock_tryrdlock(weft_rwlock_t *rw)
+{
+	return rdlock_common(rw, WEFT_TIME_INFINITE, true);
+}
+
+/*
+ * Context: any. May park: yes.
+ * Returns: as weft_rwlock_rdlock, plus ETIMEDOUT.
+ */
+int weft_rwlock_timedrdlock(weft_rwlock_t *rw, weft_time_t deadline)
+{
+	return rdlock_common(rw, deadline, false);
+}
+
+/*
+ * Context: any. May park: yes.
+ * Returns: 0, EINVAL (rw NULL), EDEADLK (the caller holds it for writing).
+ */
+int weft_rwlock_wrlock(weft_rwlock_t *rw)
+{
+	return wrlock_common(rw, WEFT_TIME_INFINITE, false);
+}
+
+/*
+ * Context: any. May park: no.
+ * Returns: 0, EINVAL (rw NULL), EBUSY (held, including by the caller).
+ */
+int weft_rwlock_trywrlock(weft_rwlock_t *rw)
+{
+	return wrlock_common(rw, WEFT_TIME_INFINITE, true);
+}
+
+/*
+ * Context: any. May park: yes.
+ * Returns: as weft_rwlock_wrlock, plus ETIMEDOUT.
+ */
+int weft_rwlock_timedwrlock(weft_rwlock_t *rw, weft_time_t deadline)
+{
+	return wrlock_common(rw, deadline, false);
+}
+
+/* Writer unlock with waiters: start a read phase or hand to the next
+ * writer. Context: any; the caller is the writer and has cleared wowner. */
+static void wrunlock_slow(struct wft_rwlock *rw)
+{
+	struct wft_wake_q q = { 0 };
+	uint64_t nv, k;
+
+	wft_slock_lock(&rw->qlock);
+	k = grant_readers_locked(rw, &q);
+	if (k) {
+		nv = k * WFT_RW_READER;
+	} else if (!wft_waitq_empty(&rw->wq)) {
+		grant_writer_locked(rw, &q);
+		nv = WFT_RW_WRITER;
+	} else {
+		nv = 0;
+	}
+	nv |= wait_flags_locked(rw);
+	/* release: publishes the write section to the admitted holders (and
+	 * to lockless acquirers); a store is safe by I4 */
+	wft_store(&rw->state, nv, release);
+	wft_slock_unlock(&rw->qlock);
+	wft_wake_q_flush(&q);
+}
+
+/* Last reader out with waiters: hand to the head writer. Nothing is
+ * granted before the CAS that releases our hold succeeds (lockless readers
+ * may leave meanwhile and make it fail). Context: any; the caller holds a
+ * read hold. */
+static void rdunlock_slow(struct wft_rwlock *rw)
+{
+	struct wft_wake_q q = { 0 };
+	struct wft_swaiter *sw;
+	uint64_t v, nv, k;
+
+	wft_slock_lock(&rw->qlock);
+	/* relaxed: acted on through the CAS */
+	v = wft_load(&rw->state, relaxed);
+	for (;;) {
+		if (readers(v) > 1) {
+			/* release: publishes our read section */
+			if (wft_cas(&rw->state, &v, v - WFT_RW_READER, release))
+				break;
+			continue;
+		}
+		sw = wft_waitq_first(&rw->wq);
+		if (sw) {
+			/* Writers wait (WWAIT set: no reader can join now). */
+			nv = WFT_RW_WRITER | (wft_waitq_next(sw) ? WFT_RW_WWAIT : 0) |
+			     (wft_waitq_empty(&rw->rq) ? 0 : WFT_RW_RWAIT);
+			/* release: our read section before the writer's */
+			if (wft_cas(&rw->state, &v, nv, release)) {
+				grant_writer_locked(rw, &q);
+				break;
+			}
+			continue;
+		}
+		/* Only readers queued behind writers that timed out (I3 says
+		 * this cannot last): admit them. */
+		k = 0;
+		for (sw = wft_waitq_first(&rw->rq); sw; sw = wft_waitq_next(sw))
+			k++;
+		nv = (readers(v) - 1 + k) * WFT_RW_READER;
+		/* release: as above */
+		if (wft_cas(&rw->state, &v, nv, release)) {
+			grant_readers_locked(rw, &q);
+			break;
+		}
+	}
+	wft_slock_unlock(&rw->qlock);
+	wft_wake_q_flush(&q);
+}
+
+/*
+ * Context: any. May park: no.
+ * Returns: 0, EINVAL (rw NULL), EPERM (not held, or held for writing by
+ * another thread).
+ */
+int weft_rwlock_unlock(weft_rwlock_t *prw)
+{
+	struct wft_rwlock *rw = rw_of(prw);
+	struct weft_thread *self;
+	uintptr_t id;
+	uint64_t v;
+
+	if (!prw)
+		return EINVAL;
+	/* relaxed: acted on through the CASes */
+	v = wft_load(&rw->state, relaxed);
+	if (v & WFT_RW_WRITER) {
+		id = wft_sync_self_id(&self);
+		/* relaxed: only we can have stored our own id */
+		if (wft_load(&rw->wowner, relaxed) != id)
+			return EPERM;
+		/* relaxed: cleared before the release below publishes it */
+		wft_store(&rw->wowner, 0, relaxed);
+		v = WFT_RW_WRITER;
+		/* release: publishes the write section; pairs with the acquire
+		 * CASes of the next holders */
+		if (wft_likely(wft_cas(&rw->state, &v, 0, release)))
+			return 0;
+		wrunlock_slow(rw);
+		return 0;
+	}
+	for (;;) {
+		if (readers(v) == 0)
+			return EPERM;
+		if (readers(v) == 1 && (v & (WFT_RW_WWAIT | WFT_RW_RWAIT))) {
+			rdunlock_slow(rw);
+			return 0;
+		}
+		/* release: publishes the read section (nothing to publish but
+		 * our reads; they must not move after the writer's acquire) */
+		if (wft_cas_weak(&rw->state, &v, v - WFT_RW_READER, release))
+			return 0;
+	}
+}

@@ -1,0 +1,463 @@
+/*
+ * tests/check_cond.c - suite "cond": weft_cond_t with weft_mutex_t.
+ *
+ * basic      producer/consumer with a predicate; signal/broadcast with no
+ *            waiters; init/destroy; signal_wq + flush
+ * errors     NULL, EPERM (mutex not owned), EINVAL (second mutex), EBUSY
+ * semantics  signal wakes exactly one waiter, broadcast wakes all, no
+ *            spurious returns; broadcast under the mutex moves waiters to
+ *            the mutex (they run one at a time)
+ * timeout    timedwait expires with the mutex relocked; signal racing
+ *            timeouts loses no ticket
+ * os_thread  OS-thread waiters with weft signallers and the reverse
+ */
+#include "tests/sync_common.h"
+
+START_TEST(test_basic)
+{
+	weft_cond_t c = WEFT_COND_INITIALIZER, c2;
+	weft_mutex_t m = WEFT_MUTEX_INITIALIZER;
+	weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+
+	wt_init(0);
+	ck_assert_int_eq(weft_cond_signal(&c), 0);
+	ck_assert_int_eq(weft_cond_broadcast(&c), 0);
+	ck_assert_int_eq(weft_cond_signal_wq(&c, &wq), 0);
+	ck_assert_int_eq(weft_wakeq_flush(&wq), 0);
+	ck_assert_int_eq(weft_cond_init(&c2), 0);
+	ck_assert_int_eq(weft_mutex_lock(&m), 0);
+	ck_assert_int_eq(weft_cond_timedwait(&c2, &m, sc_ms(5)), ETIMEDOUT);
+	ck_assert_int_eq(weft_mutex_unlock(&m), 0);   /* relocked by timedwait */
+	ck_assert_int_eq(weft_cond_destroy(&c2), 0);
+	ck_assert_int_eq(weft_cond_destroy(&c), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&m), 0);
+	wt_shutdown();
+}
+END_TEST
+
+/* Bounded queue of ints: producers and consumers, two conds. */
+#define PCQ 8
+struct pc {
+	weft_mutex_t m;
+	weft_cond_t not_empty, not_full;
+	int buf[PCQ];
+	int head, count;          /* m */
+	long sum;                 /* m */
+	int per_prod;
+	int nprod;
+};
+
+static void pc_body(int idx, void *arg)
+{
+	struct pc *p = arg;
+	int prod = idx < p->nprod;
+	int items = p->per_prod;   /* consumers take as many as each producer gives */
+
+	for (int i = 0; i < items; i++) {
+		WT_CHECK(weft_mutex_lock(&p->m) == 0);
+		if (prod) {
+			while (p->count == PCQ)
+				WT_CHECK(weft_cond_wait(&p->not_full, &p->m) == 0);
+			p->buf[(p->head + p->count) % PCQ] = i + 1;
+			p->count++;
+			WT_CHECK(weft_cond_signal(&p->not_empty) == 0);
+		} else {
+			while (p->count == 0)
+				WT_CHECK(weft_cond_wait(&p->not_empty, &p->m) == 0);
+			p->sum += p->buf[p->head];
+			p->head = (p->head + 1) % PCQ;
+			p->count--;
+			WT_CHECK(weft_cond_signal(&p->not_full) == 0);
+		}
+		WT_CHECK(weft_mutex_unlock(&p->m) == 0);
+	}
+}
+
+static void run_pc(int nweft, int nos)
+{
+	struct pc *p = calloc(1, sizeof(*p));
+	int n = nweft + nos;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(n % 2, 0);   /* as many consumers as producers */
+	p->nprod = n / 2;
+	p->per_prod = 3000;
+	sc_run(nweft, nos, pc_body, p);
+	wt_assert_no_failure();
+	ck_assert_int_eq(p->count, 0);
+	ck_assert_int_eq(p->sum, (long)p->nprod * p->per_prod * (p->per_prod + 1) / 2);
+	ck_assert_int_eq(weft_cond_destroy(&p->not_empty), 0);
+	ck_assert_int_eq(weft_cond_destroy(&p->not_full), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&p->m), 0);
+	free(p);
+}
+
+START_TEST(test_prodcons)
+{
+	wt_init(_i);
+	run_pc(2, 0);
+	run_pc(0, 2);
+	run_pc(2, 2);
+	run_pc(16, 4);
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* errors */
+
+struct ew {
+	weft_cond_t *c;
+	weft_mutex_t *m;
+	_Atomic int rc;
+};
+
+static void ew_body(int idx, void *arg)
+{
+	struct ew *e = arg;
+
+	(void)idx;
+	WT_CHECK(weft_mutex_lock(e->m) == 0);
+	atomic_store(&e->rc, weft_cond_wait(e->c, e->m));
+	WT_CHECK(weft_mutex_unlock(e->m) == 0);
+}
+
+static int cond_destroy_fn(void *c)
+{
+	return weft_cond_destroy(c);
+}
+
+START_TEST(test_errors)
+{
+	weft_cond_t c = WEFT_COND_INITIALIZER;
+	weft_mutex_t m = WEFT_MUTEX_INITIALIZER, m2 = WEFT_MUTEX_INITIALIZER;
+	weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+	struct ew e = { .c = &c, .m = &m };
+	struct sc_group g;
+
+	wt_init(0);
+	ck_assert_int_eq(weft_cond_init(NULL), EINVAL);
+	ck_assert_int_eq(weft_cond_destroy(NULL), EINVAL);
+	ck_assert_int_eq(weft_cond_wait(NULL, &m), EINVAL);
+	ck_assert_int_eq(weft_cond_wait(&c, NULL), EINVAL);
+	ck_assert_int_eq(weft_cond_timedwait(NULL, &m, 0), EINVAL);
+	ck_assert_int_eq(weft_cond_timedwait(&c, NULL, 0), EINVAL);
+	ck_assert_int_eq(weft_cond_signal(NULL), EINVAL);
+	ck_assert_int_eq(weft_cond_broadcast(NULL), EINVAL);
+	ck_assert_int_eq(weft_cond_signal_wq(NULL, &wq), EINVAL);
+	ck_assert_int_eq(weft_cond_signal_wq(&c, NULL), EINVAL);
+	/* mutex not owned */
+	ck_assert_int_eq(weft_cond_wait(&c, &m), EPERM);
+	ck_assert_int_eq(weft_cond_timedwait(&c, &m, sc_ms(1)), EPERM);
+	/* a waiter on m: a second mutex is refused, destroy is EBUSY */
+	atomic_init(&e.rc, -1);
+	sc_start(&g, 1, 0, ew_body, &e);
+	ck_assert_int_eq(sc_until(cond_destroy_fn, &c, EBUSY), EBUSY);
+	ck_assert_int_eq(weft_mutex_lock(&m2), 0);
+	ck_assert_int_eq(weft_cond_timedwait(&c, &m2, sc_ms(1)), EINVAL);
+	ck_assert_int_eq(weft_mutex_unlock(&m2), 0);
+	ck_assert_int_eq(weft_cond_signal(&c), 0);
+	sc_join(&g);
+	ck_assert_int_eq(atomic_load(&e.rc), 0);
+	/* with no waiters left, any mutex may be used again */
+	ck_assert_int_eq(weft_mutex_lock(&m2), 0);
+	ck_assert_int_eq(weft_cond_timedwait(&c, &m2, sc_ms(1)), ETIMEDOUT);
+	ck_assert_int_eq(weft_mutex_unlock(&m2), 0);
+	ck_assert_int_eq(weft_cond_destroy(&c), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* semantics */
+
+struct sem_t_ {
+	weft_mutex_t m;
+	weft_cond_t c;
+	int queued;               /* m: waiters that are inside cond_wait */
+	_Atomic int returned;     /* cond_wait returns (no predicate loop) */
+	_Atomic int inside;       /* holders of m after the return */
+	_Atomic int max_inside;
+};
+
+static void sem_waiter(int idx, void *arg)
+{
+	struct sem_t_ *s = arg;
+	int in, mx;
+
+	(void)idx;
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	s->queued++;
+	WT_CHECK(weft_cond_wait(&s->c, &s->m) == 0);
+	atomic_fetch_add(&s->returned, 1);
+	in = atomic_fetch_add(&s->inside, 1) + 1;
+	mx = atomic_load(&s->max_inside);
+	while (in > mx && !atomic_compare_exchange_weak(&s->max_inside, &mx, in))
+		;
+	weft_yield();
+	atomic_fetch_sub(&s->inside, 1);
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+}
+
+static void wait_queued(struct sem_t_ *s, int n)
+{
+	for (int i = 0; i < 5000; i++) {
+		int q;
+
+		weft_mutex_lock(&s->m);
+		q = s->queued;
+		weft_mutex_unlock(&s->m);
+		if (q == n)
+			return;
+		sc_sleep_ms(1);
+	}
+	ck_abort_msg("waiters did not queue");
+}
+
+static void wait_returned(struct sem_t_ *s, int n)
+{
+	for (int i = 0; i < 10000 && atomic_load(&s->returned) < n; i++)
+		sc_sleep_ms(1);
+}
+
+START_TEST(test_signal_one)
+{
+	struct sem_t_ *s = calloc(1, sizeof(*s));
+	struct sc_group g;
+	const int n = 12;
+
+	wt_init(_i);
+	sc_start(&g, n - 2, 2, sem_waiter, s);
+	wait_queued(s, n);
+	/* signal (holding the mutex and not): exactly one return each */
+	weft_mutex_lock(&s->m);
+	ck_assert_int_eq(weft_cond_signal(&s->c), 0);
+	weft_mutex_unlock(&s->m);
+	wait_returned(s, 1);
+	sc_sleep_ms(30);
+	ck_assert_int_eq(atomic_load(&s->returned), 1);
+	ck_assert_int_eq(weft_cond_signal(&s->c), 0);
+	wait_returned(s, 2);
+	sc_sleep_ms(30);
+	ck_assert_int_eq(atomic_load(&s->returned), 2);
+	/* broadcast while holding the mutex: all return, one at a time */
+	weft_mutex_lock(&s->m);
+	ck_assert_int_eq(weft_cond_broadcast(&s->c), 0);
+	sc_sleep_ms(10);
+	ck_assert_int_eq(atomic_load(&s->returned), 2);   /* m still held */
+	weft_mutex_unlock(&s->m);
+	sc_join(&g);
+	ck_assert_int_eq(atomic_load(&s->returned), n);
+	ck_assert_int_eq(atomic_load(&s->max_inside), 1);
+	ck_assert_int_eq(weft_cond_destroy(&s->c), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
+	wt_assert_no_failure();
+	free(s);
+	wt_shutdown();
+}
+END_TEST
+
+/* Broadcast to many waiters without the mutex held, and signal_wq. */
+START_TEST(test_broadcast_many)
+{
+	struct sem_t_ *s = calloc(1, sizeof(*s));
+	weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+	struct sc_group g;
+	const int n = 300;
+
+	wt_init(_i);
+	sc_start(&g, n - 4, 4, sem_waiter, s);
+	wait_queued(s, n);
+	ck_assert_int_eq(weft_cond_signal_wq(&s->c, &wq), 0);
+	sc_sleep_ms(20);
+	ck_assert_int_eq(atomic_load(&s->returned), 0);   /* not flushed yet */
+	ck_assert_int_eq(weft_wakeq_flush(&wq), 0);
+	wait_returned(s, 1);
+	sc_sleep_ms(20);
+	ck_assert_int_eq(atomic_load(&s->returned), 1);
+	ck_assert_int_eq(weft_cond_broadcast(&s->c), 0);
+	sc_join(&g);
+	ck_assert_int_eq(atomic_load(&s->returned), n);
+	ck_assert_int_eq(atomic_load(&s->max_inside), 1);
+	ck_assert_int_eq(weft_cond_destroy(&s->c), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
+	wt_assert_no_failure();
+	free(s);
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* timeout */
+
+struct tk {
+	weft_mutex_t m;
+	weft_cond_t c;
+	long tickets;             /* m */
+	long taken;               /* m */
+	long total;
+	_Atomic long timeouts;
+	weft_time_t give_up;
+};
+
+static void tk_body(int idx, void *arg)
+{
+	struct tk *t = arg;
+	uint64_t rng = 5 + idx;
+
+	if (idx == 0) {
+		for (long i = 0; i < t->total; i++) {
+			WT_CHECK(weft_mutex_lock(&t->m) == 0);
+			t->tickets++;
+			if (wt_rand(&rng) & 1)
+				WT_CHECK(weft_cond_signal(&t->c) == 0);
+			WT_CHECK(weft_mutex_unlock(&t->m) == 0);
+			if (!(wt_rand(&rng) & 1))
+				WT_CHECK(weft_cond_signal(&t->c) == 0);
+			if ((wt_rand(&rng) & 3) == 0)
+				weft_yield();
+		}
+		return;
+	}
+	WT_CHECK(weft_mutex_lock(&t->m) == 0);
+	while (t->taken < t->total && weft_now_ns() < t->give_up) {
+		if (t->tickets > 0) {
+			t->tickets--;
+			t->taken++;
+			continue;
+		}
+		int rc = weft_cond_timedwait(&t->c, &t->m,
+					     weft_now_ns() + wt_rand(&rng) % 100000);
+		WT_CHECK(rc == 0 || rc == ETIMEDOUT);
+		if (rc == ETIMEDOUT)
+			atomic_fetch_add(&t->timeouts, 1);
+	}
+	WT_CHECK(weft_mutex_unlock(&t->m) == 0);
+}
+
+START_TEST(test_timeout_race)
+{
+	struct tk *t = calloc(1, sizeof(*t));
+
+	wt_init(_i);
+	t->total = 20000;
+	t->give_up = sc_ms(10000);
+	sc_run(7, 2, tk_body, t);
+	wt_assert_no_failure();
+	printf("cond timeout_race[%s]: taken=%ld timeouts=%ld\n", wt_configs[_i].name,
+	       t->taken, atomic_load(&t->timeouts));
+	ck_assert_int_eq(t->taken, t->total);
+	ck_assert_int_eq(t->tickets, 0);
+	ck_assert_int_eq(weft_cond_destroy(&t->c), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&t->m), 0);
+	free(t);
+	wt_shutdown();
+}
+END_TEST
+
+struct to {
+	weft_mutex_t m;
+	weft_cond_t c;
+	_Atomic int rc;
+	_Atomic uint64_t elapsed;
+};
+
+static void to_body(int idx, void *arg)
+{
+	struct to *t = arg;
+	weft_time_t t0;
+
+	(void)idx;
+	WT_CHECK(weft_mutex_lock(&t->m) == 0);
+	t0 = weft_now_ns();
+	atomic_store(&t->rc, weft_cond_timedwait(&t->c, &t->m, t0 + 20000000ull));
+	atomic_store(&t->elapsed, weft_now_ns() - t0);
+	/* relocked: unlock must succeed */
+	WT_CHECK(weft_mutex_unlock(&t->m) == 0);
+}
+
+START_TEST(test_timeout)
+{
+	struct to t = { .m = WEFT_MUTEX_INITIALIZER, .c = WEFT_COND_INITIALIZER };
+
+	wt_init(_i);
+	for (int os = 0; os < 2; os++) {
+		sc_run(!os, os, to_body, &t);
+		ck_assert_int_eq(atomic_load(&t.rc), ETIMEDOUT);
+		ck_assert_uint_ge(atomic_load(&t.elapsed), 19000000ull);
+		ck_assert_uint_lt(atomic_load(&t.elapsed), 2000000000ull);
+	}
+	/* timeout while the mutex is held by someone else: returns only after
+	 * relocking */
+	{
+		struct sc_group g;
+
+		sc_start(&g, 1, 0, to_body, &t);
+		ck_assert_int_eq(sc_until(cond_destroy_fn, &t.c, EBUSY), EBUSY);
+		weft_mutex_lock(&t.m);
+		sc_sleep_ms(40);
+		weft_mutex_unlock(&t.m);
+		sc_join(&g);
+		ck_assert_int_eq(atomic_load(&t.rc), ETIMEDOUT);
+		ck_assert_uint_ge(atomic_load(&t.elapsed), 30000000ull);
+	}
+	ck_assert_int_eq(weft_cond_destroy(&t.c), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&t.m), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* os_thread */
+
+START_TEST(test_os_thread)
+{
+	wt_init(_i);
+	run_pc(1, 1);
+	run_pc(0, 4);
+	run_pc(3, 5);
+	wt_shutdown();
+}
+END_TEST
+
+static Suite *cond_suite(void)
+{
+	Suite *s = suite_create("cond");
+	TCase *tc;
+
+	tc = tcase_create("basic");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_basic);
+	tcase_add_loop_test(tc, test_prodcons, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, test_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("semantics");
+	tcase_set_timeout(tc, 20);
+	tcase_add_loop_test(tc, test_signal_one, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, test_broadcast_many, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("timeout");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("os_thread");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return wt_run_suite(cond_suite());
+}

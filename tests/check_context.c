@@ -1,0 +1,136 @@
+/*
+ * tests/check_context.c - suite "context": the switch preserves callee-saved
+ * integer registers, floating-point values and the per-thread FP control
+ * state (MXCSR rounding mode / x87 control word on x86-64).
+ */
+#include "tests/harness.h"
+
+#include <fenv.h>
+#include <math.h>
+
+/* Values kept live across many switches: the compiler keeps some of them
+ * in callee-saved registers (rbx, r12-r15 / x19-x28, d8-d15). */
+static void *regs_worker(void *arg)
+{
+	long seed = (long)arg;
+	register long a = seed * 3, b = seed * 5, c = seed * 7, d = seed * 11, e = seed * 13;
+	double fa = seed * 1.5, fb = seed * 2.25, fc = seed * 3.125;
+
+	for (int i = 0; i < 2000; i++) {
+		weft_yield();
+		a += 1; b += 2; c += 3; d += 4; e += 5;
+		fa += 0.5; fb += 0.25; fc += 0.125;
+		__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e));
+	}
+	WT_CHECK(a == seed * 3 + 2000);
+	WT_CHECK(b == seed * 5 + 4000);
+	WT_CHECK(c == seed * 7 + 6000);
+	WT_CHECK(d == seed * 11 + 8000);
+	WT_CHECK(e == seed * 13 + 10000);
+	WT_CHECK(fa == seed * 1.5 + 1000.0);
+	WT_CHECK(fb == seed * 2.25 + 500.0);
+	WT_CHECK(fc == seed * 3.125 + 250.0);
+	return NULL;
+}
+
+START_TEST(callee_saved)
+{
+	weft_thread_t t[8];
+
+	wt_init(_i);
+	for (long i = 0; i < 8; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], regs_worker, (void *)(i + 1), NULL), 0);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* Each thread sets its own rounding mode; the switch must carry it. */
+static void *rounding(void *arg)
+{
+	int mode = (int)(intptr_t)arg;
+	volatile double x = 1.0, y = 3.0;
+
+	WT_CHECK(fesetround(mode) == 0);
+	for (int i = 0; i < 1000; i++) {
+		weft_yield();
+		WT_CHECK(fegetround() == mode);
+	}
+	/* 1/3 rounded up and down differ in the last bit */
+	if (mode == FE_UPWARD)
+		WT_CHECK(x / y > 0.333333333333333314829616256247);
+	return NULL;
+}
+
+START_TEST(fp_control)
+{
+	weft_thread_t t[4];
+	static const int modes[4] = { FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO };
+	weft_attr_t a;
+
+	wt_init(_i);
+	weft_attr_init(&a);
+	a.worker = 0;   /* same worker: they interleave */
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], rounding, (void *)(intptr_t)modes[i], &a), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_assert_no_failure();
+	/* the OS thread's own mode is untouched */
+	ck_assert_int_eq(fegetround(), FE_TONEAREST);
+	wt_shutdown();
+}
+END_TEST
+
+/* Deep recursion on a small stack (the stack is really usable). */
+static long depth(long n)
+{
+	volatile char pad[256];
+
+	pad[0] = (char)n;
+	if (n == 0)
+		return pad[0];
+	return depth(n - 1) + 1 + pad[0] * 0;
+}
+
+static void *deep(void *arg)
+{
+	(void)arg;
+	return (void *)depth(100);
+}
+
+START_TEST(small_stack)
+{
+	weft_attr_t a;
+	weft_thread_t t;
+	void *r;
+
+	wt_init(_i);
+	weft_attr_init(&a);
+	a.stack_size = WEFT_STACK_MIN;
+	ck_assert_int_eq(weft_spawn(&t, deep, NULL, &a), 0);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	ck_assert_int_eq((long)r, 100);
+	wt_shutdown();
+}
+END_TEST
+
+static Suite *context_suite(void)
+{
+	Suite *s = suite_create("context");
+	TCase *tc = tcase_create("basic");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, callee_saved, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, fp_control, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, small_stack, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return wt_run_suite(context_suite());
+}

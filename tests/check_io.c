@@ -1,0 +1,1102 @@
+/*
+ * tests/check_io.c - suite "io": blocking I/O on io_uring (or the fallback),
+ * weft_offload, and the plain-syscall path of OS threads.
+ *
+ * The same binary runs twice under `make check`: as is (io_uring when the
+ * kernel allows it) and with WEFT_FEATURES=NO_URING (tests/check_io_nouring.sh),
+ * so every case below also covers the offload/poller fallback. The backend
+ * case checks which one is active.
+ *
+ * Threads never call ck_assert: they record failures with WT_CHECK and the
+ * test body asserts after joining (tests/harness.h).
+ */
+#define _GNU_SOURCE
+#include "tests/harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <weft/io.h>
+
+/* ---------------------------------------------------------------------- */
+/* Helpers */
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;   /* the directory's own fd */
+}
+
+static weft_thread_t spawn_on(int worker, void *(*fn)(void *), void *arg)
+{
+	weft_attr_t a;
+	weft_thread_t t;
+
+	weft_attr_init(&a);
+	a.worker = worker < 0 ? -1 : worker % weft_workers();
+	a.stack_size = 64 * 1024;
+	ck_assert_int_eq(weft_spawn(&t, fn, arg, &a), 0);
+	return t;
+}
+
+static void join(weft_thread_t t)
+{
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+}
+
+/* Write all of buf with weft_io_write (partial writes allowed). */
+static bool write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t k = weft_io_write(fd, p, n);
+
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static bool read_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t k = weft_io_read(fd, p, n);
+
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static bool send_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t k = weft_io_send(fd, p, n, MSG_NOSIGNAL);
+
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static bool recv_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t k = weft_io_recv(fd, p, n, 0);
+
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+/* A listening TCP socket on 127.0.0.1, ephemeral port. */
+static int listen_loopback(struct sockaddr_in *sa, int backlog)
+{
+	socklen_t len = sizeof(*sa);
+	int one = 1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	ck_assert_int_eq(listen(fd, backlog), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)sa, &len), 0);
+	return fd;
+}
+
+static bool uring_expected(void)
+{
+	return weft_feature("URING") == 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* basic */
+
+enum { PIPE_MSGS = 2000, MSG = 64 };
+
+static void *pipe_writer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char m[MSG];
+
+	for (int i = 0; i < PIPE_MSGS; i++) {
+		memset(m, 'a' + i % 26, sizeof(m));
+		memcpy(m, &i, sizeof(i));
+		WT_CHECK(write_all(fd, m, sizeof(m)));
+	}
+	return NULL;
+}
+
+static void *pipe_reader(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char m[MSG];
+
+	for (int i = 0; i < PIPE_MSGS; i++) {
+		int got;
+
+		WT_CHECK(read_all(fd, m, sizeof(m)));
+		memcpy(&got, m, sizeof(got));
+		WT_CHECK(got == i);
+		WT_CHECK(m[MSG - 1] == 'a' + i % 26);
+	}
+	return NULL;
+}
+
+/* Pipe between threads on different workers (when there are several). */
+START_TEST(pipe_cross_worker)
+{
+	int p[2];
+	weft_thread_t r, w;
+
+	wt_init(_i);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	r = spawn_on(0, pipe_reader, (void *)(intptr_t)p[0]);
+	w = spawn_on(1, pipe_writer, (void *)(intptr_t)p[1]);
+	join(w);
+	join(r);
+	close(p[0]);
+	close(p[1]);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+enum { PINGS = 1000 };
+
+static void *pinger(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+
+	for (int i = 0; i < PINGS; i++) {
+		int v = i, back = -1;
+
+		WT_CHECK(weft_io_send(fd, &v, sizeof(v), 0) == sizeof(v));
+		WT_CHECK(weft_io_recv(fd, &back, sizeof(back), MSG_WAITALL) == sizeof(back));
+		WT_CHECK(back == i + 1);
+	}
+	return NULL;
+}
+
+static void *ponger(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+
+	for (int i = 0; i < PINGS; i++) {
+		int v = -1;
+
+		WT_CHECK(weft_io_recv(fd, &v, sizeof(v), MSG_WAITALL) == sizeof(v));
+		WT_CHECK(v == i);
+		v++;
+		WT_CHECK(weft_io_send(fd, &v, sizeof(v), 0) == sizeof(v));
+	}
+	return NULL;
+}
+
+START_TEST(socketpair_pingpong)
+{
+	int sv[2];
+	weft_thread_t a, b;
+
+	wt_init(_i);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	a = spawn_on(0, pinger, (void *)(intptr_t)sv[0]);
+	b = spawn_on(1, ponger, (void *)(intptr_t)sv[1]);
+	join(a);
+	join(b);
+	close(sv[0]);
+	close(sv[1]);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* Loopback TCP: accept, connect, echo until EOF. */
+struct tcp_ctx {
+	int lfd;
+	struct sockaddr_in sa;
+	int rounds;
+};
+
+static void *echo_server_one(void *arg)
+{
+	struct tcp_ctx *c = arg;
+	struct sockaddr_in peer;
+	socklen_t plen = sizeof(peer);
+	char buf[512];
+	int fd = weft_io_accept(c->lfd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
+	ssize_t n;
+
+	WT_CHECK(fd >= 0);
+	if (fd < 0)
+		return NULL;
+	WT_CHECK(plen == sizeof(peer) && peer.sin_family == AF_INET);
+	while ((n = weft_io_recv(fd, buf, sizeof(buf), 0)) > 0)
+		WT_CHECK(send_all(fd, buf, (size_t)n));
+	WT_CHECK(n == 0);   /* EOF */
+	WT_CHECK(weft_io_close(fd) == 0);
+	return NULL;
+}
+
+static void *echo_client(void *arg)
+{
+	struct tcp_ctx *c = arg;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char out[300], in[300];
+
+	WT_CHECK(fd >= 0);
+	WT_CHECK(weft_io_connect(fd, (struct sockaddr *)&c->sa, sizeof(c->sa)) == 0);
+	for (int i = 0; i < c->rounds; i++) {
+		memset(out, 'A' + i % 26, sizeof(out));
+		WT_CHECK(send_all(fd, out, sizeof(out)));
+		WT_CHECK(recv_all(fd, in, sizeof(in)));
+		WT_CHECK(memcmp(in, out, sizeof(in)) == 0);
+	}
+	WT_CHECK(weft_io_close(fd) == 0);
+	return NULL;
+}
+
+START_TEST(tcp_echo)
+{
+	struct tcp_ctx c = { .rounds = 200 };
+	weft_thread_t s, cl;
+
+	wt_init(_i);
+	c.lfd = listen_loopback(&c.sa, 16);
+	s = spawn_on(0, echo_server_one, &c);
+	cl = spawn_on(1, echo_client, &c);
+	join(cl);
+	join(s);
+	close(c.lfd);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+static void *vectored(void *arg)
+{
+	int *sv = arg;
+	int p[2];
+	char a[5] = "hello", b[6] = " world", x[5], y[6];
+	struct iovec out[2] = { { a, 5 }, { b, 6 } }, in[2] = { { x, 5 }, { y, 6 } };
+	struct msghdr mo = { .msg_iov = out, .msg_iovlen = 2 }, mi = { .msg_iov = in, .msg_iovlen = 2 };
+
+	WT_CHECK(pipe2(p, O_CLOEXEC) == 0);
+	WT_CHECK(weft_io_writev(p[1], out, 2) == 11);
+	WT_CHECK(weft_io_readv(p[0], in, 2) == 11);
+	WT_CHECK(memcmp(x, "hello", 5) == 0 && memcmp(y, " world", 6) == 0);
+	memset(x, 0, sizeof(x));
+	memset(y, 0, sizeof(y));
+	WT_CHECK(weft_io_sendmsg(sv[0], &mo, 0) == 11);
+	WT_CHECK(weft_io_recvmsg(sv[1], &mi, MSG_WAITALL) == 11);
+	WT_CHECK(memcmp(x, "hello", 5) == 0 && memcmp(y, " world", 6) == 0);
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+START_TEST(vectored_io)
+{
+	int sv[2];
+
+	wt_init(_i);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	join(spawn_on(-1, vectored, sv));
+	close(sv[0]);
+	close(sv[1]);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+static char tmp_path[64];
+
+static void *file_ops(void *arg)
+{
+	char buf[32] = { 0 };
+	int fd;
+
+	(void)arg;
+	fd = weft_io_openat(AT_FDCWD, tmp_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	WT_CHECK(fd >= 0);
+	WT_CHECK(weft_io_write(fd, "0123456789", 10) == 10);
+	WT_CHECK(weft_io_pwrite(fd, "abc", 3, 4) == 3);
+	WT_CHECK(weft_io_fsync(fd) == 0);
+	WT_CHECK(weft_io_pread(fd, buf, sizeof(buf), 0) == 10);
+	WT_CHECK(memcmp(buf, "0123abc789", 10) == 0);
+	WT_CHECK(weft_io_pread(fd, buf, 4, 8) == 2);   /* short at EOF */
+	WT_CHECK(weft_io_read(fd, buf, sizeof(buf)) == 0);   /* position is at 10: EOF */
+	WT_CHECK(lseek(fd, 2, SEEK_SET) == 2);
+	WT_CHECK(weft_io_read(fd, buf, 3) == 3 && memcmp(buf, "23a", 3) == 0);
+	WT_CHECK(weft_io_close(fd) == 0);
+	WT_CHECK(weft_io_openat(AT_FDCWD, "/nonexistent/weft", O_RDONLY, 0) == -1 && weft_errno() == ENOENT);
+	return NULL;
+}
+
+START_TEST(files)
+{
+	int fd;
+
+	snprintf(tmp_path, sizeof(tmp_path), "/tmp/weft-check-io-XXXXXX");
+	fd = mkstemp(tmp_path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	wt_init(_i);
+	join(spawn_on(-1, file_ops, NULL));
+	wt_shutdown();
+	unlink(tmp_path);
+	wt_assert_no_failure();
+}
+END_TEST
+
+static _Atomic int polling;
+
+static void *poll_waiter(void *arg)
+{
+	int *p = arg;
+	weft_time_t t0 = weft_now_ns();
+	int r;
+
+	atomic_store(&polling, 1);
+	r = weft_io_poll(p[0], POLLIN, 5000);
+
+	WT_CHECK(r > 0 && (r & POLLIN));
+	WT_CHECK(weft_now_ns() - t0 >= 10000000ull);   /* the writer waits 20 ms */
+	WT_CHECK(weft_io_poll(p[1], POLLOUT, -1) & POLLOUT);
+	WT_CHECK(weft_io_poll(p[1], POLLOUT, 0) & POLLOUT);
+	return NULL;
+}
+
+static void *poll_writer(void *arg)
+{
+	int *p = arg;
+
+	while (!atomic_load(&polling))
+		weft_sleep_ns(1000000ull);
+	weft_sleep_ns(20000000ull);
+	WT_CHECK(weft_io_write(p[1], "x", 1) == 1);
+	return NULL;
+}
+
+START_TEST(poll_ready)
+{
+	int p[2];
+	weft_thread_t a, b;
+
+	wt_init(_i);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	atomic_store(&polling, 0);
+	a = spawn_on(0, poll_waiter, p);
+	b = spawn_on(1, poll_writer, p);
+	join(a);
+	join(b);
+	close(p[0]);
+	close(p[1]);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* Partial reads, partial/large writes, EOF. */
+static void *partial_reader(void *arg)
+{
+	int *p = arg;
+	char buf[100];
+	size_t total = 0;
+	ssize_t n;
+
+	WT_CHECK(weft_io_write(p[1], "0123456789", 10) == 10);
+	WT_CHECK(weft_io_read(p[0], buf, sizeof(buf)) == 10);   /* partial: what is there */
+	/* a 256 KiB write into a 4 KiB pipe, read by the other thread */
+	while ((n = weft_io_read(p[2], buf, sizeof(buf))) > 0)
+		total += (size_t)n;
+	WT_CHECK(n == 0);   /* EOF once the writer closed */
+	WT_CHECK(total == 256 * 1024);
+	return NULL;
+}
+
+static void *big_writer(void *arg)
+{
+	int *p = arg;
+	char *b = calloc(1, 256 * 1024);
+
+	WT_CHECK(write_all(p[3], b, 256 * 1024));
+	WT_CHECK(weft_io_close(p[3]) == 0);
+	free(b);
+	return NULL;
+}
+
+START_TEST(partial_and_eof)
+{
+	int p[4];
+	weft_thread_t a, b;
+
+	wt_init(_i);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(p + 2, O_CLOEXEC), 0);
+	fcntl(p[3], F_SETPIPE_SZ, 4096);
+	a = spawn_on(0, partial_reader, p);
+	b = spawn_on(1, big_writer, p);
+	join(a);
+	join(b);
+	close(p[0]);
+	close(p[1]);
+	close(p[2]);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* No fd is leaked by the runtime, the rings, the pool or the poller. */
+static void *offload_noop(void *arg)
+{
+	return arg;
+}
+
+static void *fd_churn(void *arg)
+{
+	int *sv = arg;
+	char c;
+
+	WT_CHECK(weft_offload(offload_noop, (void *)7) == (void *)7);
+	WT_CHECK(weft_io_poll(sv[0], POLLIN, 10) == 0);
+	WT_CHECK(weft_io_send(sv[1], "z", 1, 0) == 1);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == 1 && c == 'z');
+	file_ops(NULL);
+	return NULL;
+}
+
+START_TEST(no_fd_leak)
+{
+	int before, after, sv[2];
+	struct tcp_ctx c = { .rounds = 3 };
+	int fd;
+
+	snprintf(tmp_path, sizeof(tmp_path), "/tmp/weft-check-io-XXXXXX");
+	fd = mkstemp(tmp_path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	before = count_fds();
+	wt_init(_i);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	c.lfd = listen_loopback(&c.sa, 16);
+	{
+		weft_thread_t s = spawn_on(0, echo_server_one, &c);
+		weft_thread_t cl = spawn_on(1, echo_client, &c);
+		weft_thread_t f = spawn_on(-1, fd_churn, sv);
+
+		join(cl);
+		join(s);
+		join(f);
+	}
+	close(c.lfd);
+	close(sv[0]);
+	close(sv[1]);
+	wt_shutdown();
+	after = count_fds();
+	unlink(tmp_path);
+	wt_assert_no_failure();
+	ck_assert_int_eq(before, after);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* errors */
+
+static void *error_cases(void *arg)
+{
+	int p[2], sv[2];
+	char buf[8];
+	struct sockaddr_in *refused = arg;
+	int s;
+
+	WT_CHECK(weft_io_read(-1, buf, 1) == -1 && weft_errno() == EBADF);
+	WT_CHECK(weft_io_write(-1, buf, 1) == -1 && weft_errno() == EBADF);
+	WT_CHECK(weft_io_recv(-1, buf, 1, 0) == -1 && weft_errno() == EBADF);
+	WT_CHECK(pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+	/* non-blocking descriptor: EAGAIN, no park */
+	WT_CHECK(weft_io_read(p[0], buf, 1) == -1 && weft_errno() == EAGAIN);
+	WT_CHECK(weft_io_recv(p[0], buf, 1, 0) == -1 && weft_errno() == ENOTSOCK);
+	WT_CHECK(weft_io_pread(p[0], buf, 1, -1) == -1 && weft_errno() == EINVAL);
+	WT_CHECK(weft_io_poll(-1, POLLIN, 0) == -1 && weft_errno() == EINVAL);
+	close(p[0]);
+	close(p[1]);
+	/* a closed descriptor: POLLNVAL, as poll(2) */
+	WT_CHECK(weft_io_poll(p[0], POLLIN, 100) == POLLNVAL);
+	WT_CHECK(weft_io_close(p[0]) == -1 && weft_errno() == EBADF);
+	WT_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	WT_CHECK(weft_io_recv(sv[0], buf, 1, MSG_DONTWAIT) == -1 && weft_errno() == EAGAIN);
+	close(sv[1]);
+	WT_CHECK(weft_io_recv(sv[0], buf, 1, 0) == 0);   /* EOF */
+	WT_CHECK(weft_io_send(sv[0], buf, 1, MSG_NOSIGNAL) == -1 && weft_errno() == EPIPE);
+	close(sv[0]);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	WT_CHECK(weft_io_connect(s, (struct sockaddr *)refused, sizeof(*refused)) == -1 &&
+		 weft_errno() == ECONNREFUSED);
+	close(s);
+	return NULL;
+}
+
+START_TEST(errnos)
+{
+	struct sockaddr_in sa;
+	int lfd;
+
+	wt_init(_i);
+	/* a port that nobody listens on: bind, learn it, close */
+	lfd = listen_loopback(&sa, 1);
+	close(lfd);
+	join(spawn_on(-1, error_cases, &sa));
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* timeout */
+
+static void *timeout_cases(void *arg)
+{
+	int p[2], lfd = *(int *)arg;
+	char c;
+	weft_time_t t0;
+
+	WT_CHECK(pipe2(p, O_CLOEXEC) == 0);
+	WT_CHECK(weft_io_get_timeout() == 0);
+	WT_CHECK(weft_io_set_timeout(50000000ull) == 0);
+	WT_CHECK(weft_io_get_timeout() == 50000000ull);
+	t0 = weft_now_ns();
+	WT_CHECK(weft_io_read(p[0], &c, 1) == -1 && weft_errno() == ETIMEDOUT);
+	WT_CHECK(weft_now_ns() - t0 >= 45000000ull);
+	t0 = weft_now_ns();
+	WT_CHECK(weft_io_accept(lfd, NULL, NULL, 0) == -1 && weft_errno() == ETIMEDOUT);
+	WT_CHECK(weft_now_ns() - t0 >= 45000000ull);
+	/* data present: the timeout does not fire */
+	WT_CHECK(weft_io_write(p[1], "q", 1) == 1);
+	WT_CHECK(weft_io_read(p[0], &c, 1) == 1 && c == 'q');
+	WT_CHECK(weft_io_set_timeout(0) == 0);
+	/* poll's own timeout: 0, and unaffected by the thread timeout */
+	t0 = weft_now_ns();
+	WT_CHECK(weft_io_poll(p[0], POLLIN, 30) == 0);
+	WT_CHECK(weft_now_ns() - t0 >= 25000000ull);
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+START_TEST(timeouts)
+{
+	struct sockaddr_in sa;
+	int lfd;
+
+	wt_init(_i);
+	lfd = listen_loopback(&sa, 1);
+	join(spawn_on(-1, timeout_cases, &lfd));
+	close(lfd);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* A timed-out read leaves the thread's other I/O working (the linked
+ * timeout's CQE arrives after the thread moved on). */
+static void *timeout_then_traffic(void *arg)
+{
+	int *sv = arg;
+	char c;
+
+	for (int i = 0; i < 20; i++) {
+		WT_CHECK(weft_io_set_timeout(1000000ull) == 0);   /* 1 ms */
+		WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == -1 && weft_errno() == ETIMEDOUT);
+		WT_CHECK(weft_io_set_timeout(0) == 0);
+		WT_CHECK(weft_io_send(sv[1], "k", 1, 0) == 1);
+		WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == 1 && c == 'k');
+	}
+	return NULL;
+}
+
+START_TEST(timeout_repeat)
+{
+	int sv[2];
+
+	wt_init(_i);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	join(spawn_on(-1, timeout_then_traffic, sv));
+	close(sv[0]);
+	close(sv[1]);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* os_thread */
+
+START_TEST(os_thread_plain)
+{
+	int p[2];
+	char c = 0;
+
+	/* runtime not started: the plain syscalls */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_eq(weft_io_write(p[1], "a", 1), 1);
+	ck_assert_int_eq(weft_io_read(p[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'a');
+	/* runtime running, called from main: still the plain syscalls */
+	wt_init(_i);
+	ck_assert_int_eq(weft_io_write(p[1], "b", 1), 1);
+	ck_assert_int_eq(weft_io_poll(p[0], POLLIN, 1000), POLLIN);
+	ck_assert_int_eq(weft_io_read(p[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'b');
+	ck_assert_int_eq(weft_io_poll(p[0], POLLIN, 10), 0);
+	ck_assert_int_eq(weft_io_set_timeout(1000), EPERM);
+	ck_assert_int_eq(weft_io_get_timeout(), 0);
+	ck_assert_int_eq(weft_io_read(-1, &c, 1), -1);
+	ck_assert_int_eq(errno, EBADF);
+	wt_shutdown();
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+static void *tid_fn(void *arg)
+{
+	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+	errno = ENOENT;
+	return (void *)42;
+}
+
+START_TEST(os_thread_offload_inline)
+{
+	pid_t tid = 0;
+
+	errno = 0;
+	ck_assert_ptr_eq(weft_offload(tid_fn, &tid), (void *)42);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(tid, (pid_t)syscall(SYS_gettid));
+	ck_assert_ptr_null(weft_offload(NULL, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* offload */
+
+static void *offload_tid(void *arg)
+{
+	pid_t tid = 0, mine = (pid_t)syscall(SYS_gettid);
+	void *r;
+
+	(void)arg;
+	errno = 0;
+	r = weft_offload(tid_fn, &tid);
+	WT_CHECK(r == (void *)42);
+	WT_CHECK(weft_errno() == ENOENT);   /* the helper's errno, copied */
+	WT_CHECK(tid != 0 && tid != mine);
+	return NULL;
+}
+
+START_TEST(offload_runs_elsewhere)
+{
+	wt_init(_i);
+	join(spawn_on(-1, offload_tid, NULL));
+	wt_assert_no_failure();
+	ck_assert_int_eq(weft_offload_set_max(0), EINVAL);
+	ck_assert_int_eq(weft_offload_set_max(100000), EINVAL);
+	wt_shutdown();
+}
+END_TEST
+
+static _Atomic int in_flight, max_in_flight;
+
+static void *slow_job(void *arg)
+{
+	int n = atomic_fetch_add(&in_flight, 1) + 1, m = atomic_load(&max_in_flight);
+
+	while (n > m && !atomic_compare_exchange_weak(&max_in_flight, &m, n))
+		;
+	usleep(20000);
+	atomic_fetch_sub(&in_flight, 1);
+	return arg;
+}
+
+static void *offload_caller(void *arg)
+{
+	WT_CHECK(weft_offload(slow_job, arg) == arg);
+	return NULL;
+}
+
+static _Atomic int ticks;
+static _Atomic int ticking;
+
+static void *ticker(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&ticking)) {
+		weft_sleep_ns(1000000ull);
+		atomic_fetch_add(&ticks, 1);
+	}
+	return NULL;
+}
+
+/* More jobs than helpers: all complete, at most `max` at a time, and the
+ * workers keep running other threads meanwhile. */
+START_TEST(offload_bounded)
+{
+	enum { JOBS = 32, MAX = 4 };
+	weft_thread_t t[JOBS], tk;
+	weft_stats_t st;
+	weft_time_t t0;
+
+	ck_assert_int_eq(weft_offload_set_max(MAX), 0);
+	wt_init(_i);
+	atomic_store(&in_flight, 0);
+	atomic_store(&max_in_flight, 0);
+	atomic_store(&ticks, 0);
+	atomic_store(&ticking, 1);
+	tk = spawn_on(-1, ticker, NULL);
+	t0 = weft_now_ns();
+	for (int i = 0; i < JOBS; i++)
+		t[i] = spawn_on(i, offload_caller, (void *)(intptr_t)(i + 1));
+	for (int i = 0; i < JOBS; i++)
+		join(t[i]);
+	ck_assert_uint_ge(weft_now_ns() - t0, (uint64_t)JOBS / MAX * 20000000ull * 9 / 10);
+	atomic_store(&ticking, 0);
+	join(tk);
+	wt_assert_no_failure();
+	ck_assert_int_le(atomic_load(&max_in_flight), MAX);
+	ck_assert_int_ge(atomic_load(&ticks), 20);   /* ~160 ms of 1 ms sleeps */
+	ck_assert_int_eq(weft_stats_get(&st), 0);
+	ck_assert_uint_ge(st.offloads, JOBS);
+	wt_shutdown();
+	weft_offload_set_max(16);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* contended: many connections, many threads */
+
+enum { CONNS = 1000 };
+
+struct many {
+	int lfd;
+	struct sockaddr_in sa;
+	_Atomic int connected;
+	_Atomic int served;
+	weft_thread_t handlers[CONNS];
+};
+
+static void *many_handler(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[64];
+	ssize_t n;
+
+	while ((n = weft_io_recv(fd, buf, sizeof(buf), 0)) > 0)
+		WT_CHECK(send_all(fd, buf, (size_t)n));
+	WT_CHECK(n == 0);
+	WT_CHECK(weft_io_close(fd) == 0);
+	return NULL;
+}
+
+static void *many_acceptor(void *arg)
+{
+	struct many *m = arg;
+
+	for (int i = 0; i < CONNS; i++) {
+		int fd = weft_io_accept(m->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		WT_CHECK(fd >= 0);
+		if (fd < 0)
+			break;
+		m->handlers[i] = spawn_on(-1, many_handler, (void *)(intptr_t)fd);
+		atomic_fetch_add(&m->served, 1);
+	}
+	return NULL;
+}
+
+static struct many *many_ctx;
+
+static void *many_client(void *arg)
+{
+	struct many *m = many_ctx;
+	int id = (int)(intptr_t)arg, back = -1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	WT_CHECK(fd >= 0);
+	WT_CHECK(weft_io_connect(fd, (struct sockaddr *)&m->sa, sizeof(m->sa)) == 0);
+	WT_CHECK(send_all(fd, &id, sizeof(id)));
+	WT_CHECK(recv_all(fd, &back, sizeof(back)) && back == id);
+	/* hold the connection until all are open: CONNS at once */
+	atomic_fetch_add(&m->connected, 1);
+	while (atomic_load(&m->connected) < CONNS && !atomic_load(&wt_failure))
+		weft_sleep_ns(2000000ull);
+	id = ~id;
+	WT_CHECK(send_all(fd, &id, sizeof(id)));
+	WT_CHECK(recv_all(fd, &back, sizeof(back)) && back == id);
+	WT_CHECK(weft_io_close(fd) == 0);
+	return NULL;
+}
+
+START_TEST(thousand_connections)
+{
+	struct many *m = calloc(1, sizeof(*m));
+	weft_thread_t *cl = calloc(CONNS, sizeof(*cl)), acc;
+	struct rlimit rl;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < 2 * CONNS + 64) {
+		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	ck_assert_msg(rl.rlim_cur >= 2 * CONNS + 64, "RLIMIT_NOFILE %lu too low for %d connections",
+		      (unsigned long)rl.rlim_cur, CONNS);
+	wt_init(_i);
+	many_ctx = m;
+	m->lfd = listen_loopback(&m->sa, CONNS);
+	acc = spawn_on(-1, many_acceptor, m);
+	for (int i = 0; i < CONNS; i++)
+		cl[i] = spawn_on(i, many_client, (void *)(intptr_t)i);
+	for (int i = 0; i < CONNS; i++)
+		join(cl[i]);
+	join(acc);
+	ck_assert_int_eq(atomic_load(&m->served), CONNS);
+	for (int i = 0; i < CONNS; i++)
+		join(m->handlers[i]);
+	close(m->lfd);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&m->connected), CONNS);
+	wt_shutdown();
+	free(cl);
+	free(m);
+}
+END_TEST
+
+/* Many pairs ping-ponging on a few workers: threads get stolen and resume
+ * on other workers between calls; every byte still arrives in order. */
+enum { PAIRS = 16, ROUNDS = 300 };
+
+static void *mig_side(void *arg)
+{
+	int fd = (int)(intptr_t)arg & 0xffff, first = (int)(intptr_t)arg >> 16;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		int v = i, back = -1;
+
+		if (first) {
+			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
+			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
+		} else {
+			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
+			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
+		}
+		if (i % 7 == 0)
+			weft_yield();
+	}
+	return NULL;
+}
+
+START_TEST(migrating_pairs)
+{
+	int sv[PAIRS][2];
+	weft_thread_t t[PAIRS][2];
+
+	wt_init(_i);
+	for (int i = 0; i < PAIRS; i++) {
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]), 0);
+		t[i][0] = spawn_on(-1, mig_side, (void *)(intptr_t)(sv[i][0] | 1 << 16));
+		t[i][1] = spawn_on(-1, mig_side, (void *)(intptr_t)sv[i][1]);
+	}
+	for (int i = 0; i < PAIRS; i++) {
+		join(t[i][0]);
+		join(t[i][1]);
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* backend and counters */
+
+static void *batch_writer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+
+	WT_CHECK(weft_io_write(fd, "b", 1) == 1);
+	return NULL;
+}
+
+enum { BATCH_N = 256 };
+
+/* Spawns BATCH_N writers on its own worker before any of them runs (it
+ * keeps the worker until it parks in join), so all of them are runnable
+ * at once and queue their SQEs in the same rounds. */
+static void *batch_spawner(void *arg)
+{
+	weft_thread_t t[BATCH_N];
+	weft_attr_t a;
+
+	weft_attr_init(&a);
+	a.stack_size = 64 * 1024;
+	for (int i = 0; i < BATCH_N; i++)
+		WT_CHECK(weft_spawn(&t[i], batch_writer, arg, &a) == 0);
+	for (int i = 0; i < BATCH_N; i++)
+		WT_CHECK(weft_join(t[i], NULL) == 0);
+	return NULL;
+}
+
+static void *fsync_probe(void *arg)
+{
+	WT_CHECK(weft_io_fsync((int)(intptr_t)arg) == -1 && weft_errno() == EINVAL);
+	return NULL;
+}
+
+static int backend_result;
+
+static void *backend_probe(void *arg)
+{
+	backend_result = weft_io_backend(arg, 256);
+	return NULL;
+}
+
+/* The backend matches WEFT_FEATURES; with io_uring, SQEs of runnable
+ * threads are submitted in batches (far fewer enters than SQEs). */
+START_TEST(backend_and_batching)
+{
+	enum { N = BATCH_N };
+	char desc[256];
+	int p[2], uring;
+	weft_stats_t a, b;
+
+	wt_init_workers(1);
+	/* from a weft thread: the worker has set its ring up by then */
+	join(spawn_on(0, backend_probe, desc));
+	uring = backend_result;
+	printf("io backend: %s\n", desc);
+	if (!uring_expected()) {
+		ck_assert_int_eq(uring, 0);
+		ck_assert_ptr_nonnull(strstr(desc, "NO_URING"));
+	}
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_eq(fcntl(p[1], F_SETPIPE_SZ, 1 << 16) >= N, 1);
+	ck_assert_int_eq(weft_stats_get(&a), 0);
+	join(spawn_on(0, batch_spawner, (void *)(intptr_t)p[1]));
+	ck_assert_int_eq(weft_stats_get(&b), 0);
+	wt_assert_no_failure();
+	printf("sqes %llu enters %llu cqes %llu offloads %llu\n",
+	       (unsigned long long)(b.io_sqes - a.io_sqes), (unsigned long long)(b.io_enters - a.io_enters),
+	       (unsigned long long)(b.io_cqes - a.io_cqes), (unsigned long long)(b.offloads - a.offloads));
+	if (uring) {
+		ck_assert_uint_ge(b.io_sqes - a.io_sqes, N);
+		ck_assert_uint_ge(b.io_cqes - a.io_cqes, N);
+		ck_assert_uint_le((b.io_enters - a.io_enters) * 8, b.io_sqes - a.io_sqes);
+	} else {
+		ck_assert_uint_eq(b.io_sqes - a.io_sqes, 0);
+		/* fsync of a pipe goes to the pool (EINVAL from the kernel) */
+		join(spawn_on(0, fsync_probe, (void *)(intptr_t)p[1]));
+		ck_assert_int_eq(weft_stats_get(&a), 0);
+		ck_assert_uint_ge(a.offloads - b.offloads, 1);
+	}
+	close(p[0]);
+	close(p[1]);
+	wt_shutdown();
+}
+END_TEST
+
+static Suite *io_suite(void)
+{
+	Suite *s = suite_create("io");
+	TCase *tc;
+
+	tc = tcase_create("basic");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, pipe_cross_worker, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, socketpair_pingpong, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, tcp_echo, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, vectored_io, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, files, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, poll_ready, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, partial_and_eof, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, no_fd_leak, 0, wt_nconfigs);
+	tcase_add_test(tc, backend_and_batching);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, errnos, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("timeout");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, timeouts, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, timeout_repeat, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("os_thread");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
+	tcase_add_test(tc, os_thread_offload_inline);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("offload");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, offload_runs_elsewhere, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, offload_bounded, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("contended");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, thousand_connections, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, migrating_pairs, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return wt_run_suite(io_suite());
+}

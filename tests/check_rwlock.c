@@ -1,0 +1,436 @@
+/*
+ * tests/check_rwlock.c - suite "rwlock": weft_rwlock_t.
+ *
+ * basic      shared reads, exclusive writes, try forms
+ * errors     NULL, EPERM, EDEADLK, EBUSY, ETIMEDOUT on a past deadline
+ * contended  invariants (no reader with a writer, one writer at a time,
+ *            exact counter) with weft and OS threads mixed
+ * fairness   a writer gets in under a stream of overlapping readers, and
+ *            readers get in under a stream of writers
+ * timeout    timed forms expire; a writer timing out admits the readers
+ *            queued behind it
+ */
+#include "tests/sync_common.h"
+
+struct rd {
+	weft_rwlock_t *rw;
+	_Atomic int rc;
+	_Atomic int stage;
+};
+
+static void try_body(int idx, void *arg)
+{
+	struct rd *r = arg;
+
+	(void)idx;
+	atomic_store(&r->rc, weft_rwlock_tryrdlock(r->rw));
+	if (atomic_load(&r->rc) == 0)
+		WT_CHECK(weft_rwlock_unlock(r->rw) == 0);
+}
+
+static void trywr_body(int idx, void *arg)
+{
+	struct rd *r = arg;
+
+	(void)idx;
+	atomic_store(&r->rc, weft_rwlock_trywrlock(r->rw));
+	if (atomic_load(&r->rc) == 0)
+		WT_CHECK(weft_rwlock_unlock(r->rw) == 0);
+}
+
+static void unlock_body(int idx, void *arg)
+{
+	struct rd *r = arg;
+
+	(void)idx;
+	atomic_store(&r->rc, weft_rwlock_unlock(r->rw));
+}
+
+START_TEST(test_basic)
+{
+	weft_rwlock_t rw = WEFT_RWLOCK_INITIALIZER;
+	struct rd r = { .rw = &rw };
+
+	wt_init(_i);
+	ck_assert_int_eq(weft_rwlock_rdlock(&rw), 0);
+	sc_run(1, 0, try_body, &r);               /* another reader gets in */
+	ck_assert_int_eq(atomic_load(&r.rc), 0);
+	sc_run(0, 1, trywr_body, &r);             /* a writer does not */
+	ck_assert_int_eq(atomic_load(&r.rc), EBUSY);
+	ck_assert_int_eq(weft_rwlock_tryrdlock(&rw), 0);   /* recursive read */
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_wrlock(&rw), 0);
+	sc_run(1, 0, try_body, &r);
+	ck_assert_int_eq(atomic_load(&r.rc), EBUSY);
+	sc_run(0, 1, trywr_body, &r);
+	ck_assert_int_eq(atomic_load(&r.rc), EBUSY);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_trywrlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_timedrdlock(&rw, sc_ms(5)), 0);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_timedwrlock(&rw, sc_ms(5)), 0);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_init(&rw), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	weft_rwlock_t rw = WEFT_RWLOCK_INITIALIZER;
+	struct rd r = { .rw = &rw };
+
+	wt_init(0);
+	ck_assert_int_eq(weft_rwlock_init(NULL), EINVAL);
+	ck_assert_int_eq(weft_rwlock_destroy(NULL), EINVAL);
+	ck_assert_int_eq(weft_rwlock_rdlock(NULL), EINVAL);
+	ck_assert_int_eq(weft_rwlock_wrlock(NULL), EINVAL);
+	ck_assert_int_eq(weft_rwlock_tryrdlock(NULL), EINVAL);
+	ck_assert_int_eq(weft_rwlock_trywrlock(NULL), EINVAL);
+	ck_assert_int_eq(weft_rwlock_timedrdlock(NULL, 0), EINVAL);
+	ck_assert_int_eq(weft_rwlock_timedwrlock(NULL, 0), EINVAL);
+	ck_assert_int_eq(weft_rwlock_unlock(NULL), EINVAL);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), EPERM);        /* not held */
+	ck_assert_int_eq(weft_rwlock_wrlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_wrlock(&rw), EDEADLK);
+	ck_assert_int_eq(weft_rwlock_rdlock(&rw), EDEADLK);
+	ck_assert_int_eq(weft_rwlock_timedwrlock(&rw, sc_ms(1)), EDEADLK);
+	ck_assert_int_eq(weft_rwlock_timedrdlock(&rw, sc_ms(1)), EDEADLK);
+	ck_assert_int_eq(weft_rwlock_trywrlock(&rw), EBUSY);
+	ck_assert_int_eq(weft_rwlock_tryrdlock(&rw), EBUSY);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), EBUSY);
+	sc_run(1, 0, unlock_body, &r);     /* another thread's write hold */
+	ck_assert_int_eq(atomic_load(&r.rc), EPERM);
+	sc_run(0, 1, unlock_body, &r);
+	ck_assert_int_eq(atomic_load(&r.rc), EPERM);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_timedwrlock(&rw, 0), ETIMEDOUT);
+	ck_assert_int_eq(weft_rwlock_timedwrlock(&rw, sc_ms(5)), ETIMEDOUT);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), EBUSY);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_wrlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_timedrdlock(&rw, weft_now_ns()), EDEADLK);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* contended */
+
+struct inv {
+	weft_rwlock_t rw;
+	_Atomic int readers, writers;
+	long counter;             /* written under the write hold */
+	_Atomic long writes;
+	int iters;
+};
+
+static void inv_body(int idx, void *arg)
+{
+	struct inv *v = arg;
+	uint64_t rng = 31 + idx;
+
+	for (int i = 0; i < v->iters; i++) {
+		uint64_t r = wt_rand(&rng);
+		int rc;
+
+		if ((r & 7) == 0) {
+			rc = (r & 8) ? weft_rwlock_timedwrlock(&v->rw, sc_ms(60000))
+				     : weft_rwlock_wrlock(&v->rw);
+			WT_CHECK(rc == 0);
+			WT_CHECK(atomic_fetch_add(&v->writers, 1) == 0);
+			WT_CHECK(atomic_load(&v->readers) == 0);
+			long c = v->counter;
+			if (r & 16)
+				weft_yield();
+			v->counter = c + 1;
+			atomic_fetch_add(&v->writes, 1);
+			WT_CHECK(atomic_fetch_sub(&v->writers, 1) == 1);
+		} else {
+			rc = (r & 8) ? weft_rwlock_timedrdlock(&v->rw, sc_ms(60000))
+				     : weft_rwlock_rdlock(&v->rw);
+			WT_CHECK(rc == 0);
+			atomic_fetch_add(&v->readers, 1);
+			WT_CHECK(atomic_load(&v->writers) == 0);
+			if (r & 16)
+				weft_yield();
+			WT_CHECK(atomic_load(&v->writers) == 0);
+			atomic_fetch_sub(&v->readers, 1);
+		}
+		WT_CHECK(weft_rwlock_unlock(&v->rw) == 0);
+	}
+}
+
+static void run_inv(int nweft, int nos)
+{
+	struct inv *v = calloc(1, sizeof(*v));
+
+	ck_assert_ptr_nonnull(v);
+	v->iters = 20000 / (nweft + nos);
+	sc_run(nweft, nos, inv_body, v);
+	wt_assert_no_failure();
+	ck_assert_int_eq(v->counter, atomic_load(&v->writes));
+	ck_assert_int_eq(weft_rwlock_destroy(&v->rw), 0);
+	free(v);
+}
+
+START_TEST(test_contended)
+{
+	wt_init(_i);
+	run_inv(2, 0);
+	run_inv(0, 2);
+	run_inv(4, 4);
+	run_inv(60, 4);
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* fairness */
+
+struct fair {
+	weft_rwlock_t rw;
+	_Atomic int stop;
+	_Atomic int started;
+	_Atomic uint64_t wait_ns;
+	int writer_stream;        /* 1: many writers, one reader measured */
+};
+
+static void fair_body(int idx, void *arg)
+{
+	struct fair *f = arg;
+
+	if (idx == 0) {
+		/* the measured one: waits for the stream to be going */
+		while (atomic_load(&f->started) < 3)
+			sc_sleep_ms(1);
+		sc_sleep_ms(10);
+		weft_time_t t0 = weft_now_ns();
+
+		if (f->writer_stream)
+			WT_CHECK(weft_rwlock_rdlock(&f->rw) == 0);
+		else
+			WT_CHECK(weft_rwlock_wrlock(&f->rw) == 0);
+		atomic_store(&f->wait_ns, weft_now_ns() - t0);
+		WT_CHECK(weft_rwlock_unlock(&f->rw) == 0);
+		atomic_store(&f->stop, 1);
+		return;
+	}
+	atomic_fetch_add(&f->started, 1);
+	while (!atomic_load(&f->stop)) {
+		if (f->writer_stream)
+			WT_CHECK(weft_rwlock_wrlock(&f->rw) == 0);
+		else
+			WT_CHECK(weft_rwlock_rdlock(&f->rw) == 0);
+		sc_spin_ns(20000);   /* readers overlap: never all out at once */
+		weft_yield();
+		WT_CHECK(weft_rwlock_unlock(&f->rw) == 0);
+	}
+}
+
+START_TEST(test_fairness)
+{
+	struct fair f = { .rw = WEFT_RWLOCK_INITIALIZER };
+
+	wt_init(_i);
+	for (int ws = 0; ws < 2; ws++) {
+		atomic_store(&f.stop, 0);
+		atomic_store(&f.started, 0);
+		f.writer_stream = ws;
+		sc_run(5, 1, fair_body, &f);
+		printf("fairness[%s] %s waited %.3f ms\n", wt_configs[_i].name,
+		       ws ? "reader under writers" : "writer under readers",
+		       atomic_load(&f.wait_ns) / 1e6);
+		ck_assert_uint_lt(atomic_load(&f.wait_ns), 1000000000ull);
+	}
+	ck_assert_int_eq(weft_rwlock_destroy(&f.rw), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* timeout */
+
+struct tq {
+	weft_rwlock_t rw;
+	_Atomic int w_rc, r2_rc;
+	_Atomic int r2_in;
+	_Atomic uint64_t w_elapsed;
+};
+
+static void tq_writer(int idx, void *arg)
+{
+	struct tq *t = arg;
+	weft_time_t t0 = weft_now_ns();
+
+	(void)idx;
+	atomic_store(&t->w_rc, weft_rwlock_timedwrlock(&t->rw, t0 + 100000000ull));
+	atomic_store(&t->w_elapsed, weft_now_ns() - t0);
+}
+
+static void tq_reader(int idx, void *arg)
+{
+	struct tq *t = arg;
+
+	(void)idx;
+	atomic_store(&t->r2_rc, weft_rwlock_rdlock(&t->rw));
+	atomic_store(&t->r2_in, 1);
+	WT_CHECK(weft_rwlock_unlock(&t->rw) == 0);
+}
+
+/* EBUSY once a writer waits (we hold a read lock: a second read hold is
+ * refused only because of the queued writer). */
+static int writer_waits_fn(void *rw)
+{
+	int r = weft_rwlock_tryrdlock(rw);
+
+	if (r == 0)
+		weft_rwlock_unlock(rw);
+	return r;
+}
+
+START_TEST(test_timeout)
+{
+	struct tq t = { .rw = WEFT_RWLOCK_INITIALIZER };
+	struct sc_group gw, gr;
+
+	wt_init(_i);
+	for (int os = 0; os < 2; os++) {
+		atomic_store(&t.r2_in, 0);
+		/* we hold a read lock; a writer queues with a 100 ms deadline;
+		 * a reader queues behind the writer (writer preference) */
+		ck_assert_int_eq(weft_rwlock_rdlock(&t.rw), 0);
+		sc_start(&gw, !os, os, tq_writer, &t);
+		ck_assert_int_eq(sc_until(writer_waits_fn, &t.rw, EBUSY), EBUSY);
+		sc_start(&gr, os, !os, tq_reader, &t);
+		sc_sleep_ms(5);
+		ck_assert_int_eq(atomic_load(&t.r2_in), 0);   /* behind the writer */
+		sc_join(&gw);
+		ck_assert_int_eq(atomic_load(&t.w_rc), ETIMEDOUT);
+		ck_assert_uint_ge(atomic_load(&t.w_elapsed), 99000000ull);
+		/* the writer is gone: the queued reader joins our read phase
+		 * while we still hold our read lock */
+		sc_join(&gr);
+		ck_assert_int_eq(atomic_load(&t.r2_rc), 0);
+		ck_assert_int_eq(atomic_load(&t.r2_in), 1);
+		ck_assert_int_eq(weft_rwlock_unlock(&t.rw), 0);
+	}
+	/* try-readers under a writer, weft and OS */
+	ck_assert_int_eq(weft_rwlock_wrlock(&t.rw), 0);
+	{
+		struct rd r = { .rw = &t.rw };
+
+		sc_run(1, 1, try_body, &r);
+		ck_assert_int_eq(atomic_load(&r.rc), EBUSY);
+	}
+	ck_assert_int_eq(weft_rwlock_unlock(&t.rw), 0);
+	ck_assert_int_eq(weft_rwlock_destroy(&t.rw), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* Timed lockers of both kinds with tiny deadlines racing a churning lock. */
+struct trace {
+	weft_rwlock_t rw;
+	_Atomic int readers, writers;
+	_Atomic long ok, tmo;
+	weft_time_t end;
+};
+
+static void trace_body(int idx, void *arg)
+{
+	struct trace *t = arg;
+	uint64_t rng = 1000 + idx;
+
+	while (weft_now_ns() < t->end) {
+		uint64_t r = wt_rand(&rng);
+		weft_time_t dl = weft_now_ns() + r % 100000;
+		int wr = (r >> 20) % 3 == 0;
+		int rc = wr ? weft_rwlock_timedwrlock(&t->rw, dl) : weft_rwlock_timedrdlock(&t->rw, dl);
+
+		if (rc == ETIMEDOUT) {
+			atomic_fetch_add(&t->tmo, 1);
+			continue;
+		}
+		WT_CHECK(rc == 0);
+		if (wr) {
+			WT_CHECK(atomic_fetch_add(&t->writers, 1) == 0);
+			WT_CHECK(atomic_load(&t->readers) == 0);
+			sc_spin_ns(r % 10000);
+			atomic_fetch_sub(&t->writers, 1);
+		} else {
+			atomic_fetch_add(&t->readers, 1);
+			WT_CHECK(atomic_load(&t->writers) == 0);
+			sc_spin_ns(r % 10000);
+			atomic_fetch_sub(&t->readers, 1);
+		}
+		WT_CHECK(weft_rwlock_unlock(&t->rw) == 0);
+		atomic_fetch_add(&t->ok, 1);
+	}
+}
+
+START_TEST(test_timeout_race)
+{
+	struct trace *t = calloc(1, sizeof(*t));
+
+	wt_init(_i);
+	t->end = sc_ms(400);
+	sc_run(8, 3, trace_body, t);
+	wt_assert_no_failure();
+	printf("rwlock timeout_race[%s]: ok=%ld timedout=%ld\n", wt_configs[_i].name,
+	       atomic_load(&t->ok), atomic_load(&t->tmo));
+	ck_assert_int_eq(weft_rwlock_destroy(&t->rw), 0);
+	ck_assert_int_eq(weft_rwlock_trywrlock(&t->rw), 0);
+	ck_assert_int_eq(weft_rwlock_unlock(&t->rw), 0);
+	free(t);
+	wt_shutdown();
+}
+END_TEST
+
+static Suite *rwlock_suite(void)
+{
+	Suite *s = suite_create("rwlock");
+	TCase *tc;
+
+	tc = tcase_create("basic");
+	tcase_set_timeout(tc, 10);
+	tcase_add_loop_test(tc, test_basic, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, test_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("contended");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_contended, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fairness");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_fairness, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("timeout");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return wt_run_suite(rwlock_suite());
+}

@@ -1,0 +1,191 @@
+/*
+ * tests/check_sched.c - suite "sched": work stealing, mailbox wakeups,
+ * the next slot's fairness bound, and each feature switch's path.
+ */
+#include "tests/harness.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void *spin_work(void *arg)
+{
+	volatile unsigned long x = 0;
+
+	for (unsigned long i = 0; i < (unsigned long)(uintptr_t)arg; i++)
+		x += i;
+	return NULL;
+}
+
+/* Threads spawned on worker 0 end up running on other workers. */
+static void *spawner(void *arg)
+{
+	weft_thread_t t[64];
+
+	(void)arg;
+	for (int i = 0; i < 64; i++)
+		WT_CHECK(weft_spawn(&t[i], spin_work, (void *)(uintptr_t)200000, NULL) == 0);
+	for (int i = 0; i < 64; i++)
+		WT_CHECK(weft_join(t[i], NULL) == 0);
+	return NULL;
+}
+
+START_TEST(stealing_happens)
+{
+	weft_stats_t s;
+	weft_thread_t t;
+	weft_attr_t a;
+
+	wt_init_workers(2);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&t, spawner, NULL, &a), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_assert_no_failure();
+	weft_stats_get(&s);
+	if (weft_feature("STEAL") == 1) {
+		ck_assert_uint_gt(s.steals, 0);
+	} else {
+		ck_assert_uint_eq(s.steals, 0);
+	}
+	wt_shutdown();
+}
+END_TEST
+
+/* Cross-worker wakeups go through the mailbox (or the locked runqueue
+ * with NO_MAILBOX) and none is lost. */
+static weft_thread_t ping_peer[2];
+static _Atomic int ping_turn;
+enum { ROUNDS = 20000 };
+
+static void *pinger(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		while (atomic_load(&ping_turn) != me)
+			weft_park();
+		atomic_store(&ping_turn, 1 - me);
+		weft_unpark(ping_peer[1 - me]);
+	}
+	return NULL;
+}
+
+START_TEST(remote_wakes)
+{
+	weft_attr_t a;
+	weft_stats_t s;
+
+	wt_init_workers(2);
+	atomic_store(&ping_turn, 0);
+	for (int i = 0; i < 2; i++) {
+		weft_attr_init(&a);
+		a.worker = i;
+		ck_assert_int_eq(weft_spawn(&ping_peer[i], pinger, (void *)(intptr_t)i, &a), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_join(ping_peer[i], NULL), 0);
+	weft_stats_get(&s);
+	if (weft_feature("MAILBOX") == 1) {
+		ck_assert_uint_gt(s.wakes_remote, 0);
+		ck_assert_uint_eq(s.wakes_locked, 0);
+	} else {
+		ck_assert_uint_gt(s.wakes_locked, 0);
+		ck_assert_uint_eq(s.wakes_remote, 0);
+	}
+	wt_shutdown();
+}
+END_TEST
+
+/* Next-slot fairness: two threads ping-ponging on one worker through the
+ * next slot cannot starve a third runnable thread. */
+static _Atomic int stop_pp;
+static _Atomic long bystander_runs;
+
+static void *pp_local(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+
+	while (!atomic_load(&stop_pp)) {
+		while (atomic_load(&ping_turn) != me && !atomic_load(&stop_pp))
+			weft_park();
+		atomic_store(&ping_turn, 1 - me);
+		weft_unpark(ping_peer[1 - me]);
+	}
+	weft_unpark(ping_peer[1 - me]);
+	return NULL;
+}
+
+static void *bystander(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 100; i++) {
+		atomic_fetch_add(&bystander_runs, 1);
+		weft_yield();
+	}
+	atomic_store(&stop_pp, 1);
+	return NULL;
+}
+
+START_TEST(next_slot_fair)
+{
+	weft_attr_t a;
+	weft_thread_t b;
+
+	wt_init_workers(1);
+	atomic_store(&ping_turn, 0);
+	atomic_store(&stop_pp, 0);
+	atomic_store(&bystander_runs, 0);
+	weft_attr_init(&a);
+	a.worker = 0;
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_spawn(&ping_peer[i], pp_local, (void *)(intptr_t)i, &a), 0);
+	ck_assert_int_eq(weft_spawn(&b, bystander, NULL, &a), 0);
+	/* the bystander finishes (and stops the pair) only if it gets turns */
+	ck_assert_int_eq(weft_join(b, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_join(ping_peer[i], NULL), 0);
+	ck_assert_int_eq(atomic_load(&bystander_runs), 100);
+	wt_shutdown();
+}
+END_TEST
+
+/* An idle runtime parks its workers (no CPU burnt). */
+START_TEST(idle_parks)
+{
+	struct timespec c0, c1;
+	weft_stats_t s;
+	double cpu;
+
+	wt_init(_i);
+	weft_sleep_ns(100000000);   /* let the workers go idle */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	weft_sleep_ns(500000000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+	/* generous bound for noisy/sanitized runs; the benchmark measures < 1% */
+	ck_assert_msg(cpu < 0.05, "idle runtime used %.3f s CPU in 0.5 s", cpu);
+	weft_stats_get(&s);
+	ck_assert_uint_gt(s.parks, 0);
+	wt_shutdown();
+}
+END_TEST
+
+static Suite *sched_suite(void)
+{
+	Suite *s = suite_create("sched");
+	TCase *tc = tcase_create("basic");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, stealing_happens);
+	tcase_add_test(tc, remote_wakes);
+	tcase_add_test(tc, next_slot_fair);
+	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return wt_run_suite(sched_suite());
+}

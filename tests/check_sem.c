@@ -1,0 +1,514 @@
+/*
+ * tests/check_sem.c - suite "sem": weft_sem_t and wake queues.
+ *
+ * basic      init/wait/trywait/post/getvalue, post_n, post_wq + flush
+ * errors     every bad-input case: NULL, EINVAL above the max, EAGAIN,
+ *            EOVERFLOW, EBUSY, ETIMEDOUT on a past deadline
+ * conserve   units are conserved: producers post X (post, post_n,
+ *            post_wq), consumers take exactly X, weft and OS threads mixed
+ * timeout    sembench -T: 1 ns .. 50 us timed waits racing posts lose no
+ *            unit and no wakeup; timedwait expiry and success
+ * wakeq      a granted waiter stays blocked until the flush; batched wakes
+ *            of many waiters across workers; flush counters
+ * os_thread  OS threads wait for weft posts and the reverse
+ */
+#include "tests/sync_common.h"
+
+START_TEST(test_basic)
+{
+	weft_sem_t s;
+	int v;
+
+	wt_init(0);
+	ck_assert_int_eq(weft_sem_init(&s, 2), 0);
+	ck_assert_int_eq(weft_sem_getvalue(&s, &v), 0);
+	ck_assert_int_eq(v, 2);
+	ck_assert_int_eq(weft_sem_wait(&s), 0);
+	ck_assert_int_eq(weft_sem_trywait(&s), 0);
+	ck_assert_int_eq(weft_sem_trywait(&s), EAGAIN);
+	ck_assert_int_eq(weft_sem_post(&s), 0);
+	ck_assert_int_eq(weft_sem_timedwait(&s, sc_ms(10)), 0);
+	ck_assert_int_eq(weft_sem_post_n(&s, 5), 0);
+	ck_assert_int_eq(weft_sem_post_n(&s, 0), 0);
+	ck_assert_int_eq(weft_sem_getvalue(&s, &v), 0);
+	ck_assert_int_eq(v, 5);
+	{
+		weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+
+		ck_assert_int_eq(weft_sem_post_wq(&s, 3, &wq), 0);
+		ck_assert_int_eq(weft_wakeq_flush(&wq), 0);
+		ck_assert_int_eq(weft_wakeq_flush(&wq), 0);   /* empty flush */
+		ck_assert_int_eq(weft_wakeq_init(&wq), 0);
+	}
+	ck_assert_int_eq(weft_sem_getvalue(&s, &v), 0);
+	ck_assert_int_eq(v, 8);
+	ck_assert_int_eq(weft_sem_destroy(&s), 0);
+	wt_shutdown();
+}
+END_TEST
+
+static int sem_destroy_fn(void *s)
+{
+	return weft_sem_destroy(s);
+}
+
+static void waiter_body(int idx, void *arg)
+{
+	(void)idx;
+	WT_CHECK(weft_sem_wait(arg) == 0);
+}
+
+START_TEST(test_errors)
+{
+	weft_sem_t s;
+	weft_wakeq_t wq;
+	struct sc_group g;
+	int v;
+
+	wt_init(0);
+	ck_assert_int_eq(weft_sem_init(NULL, 0), EINVAL);
+	ck_assert_int_eq(weft_sem_init(&s, WEFT_SEM_VALUE_MAX + 1u), EINVAL);
+	ck_assert_int_eq(weft_sem_init(&s, WEFT_SEM_VALUE_MAX), 0);
+	ck_assert_int_eq(weft_sem_post(&s), EOVERFLOW);
+	ck_assert_int_eq(weft_sem_post_n(&s, 1), EOVERFLOW);
+	ck_assert_int_eq(weft_sem_getvalue(&s, &v), 0);
+	ck_assert_int_eq(v, (int)WEFT_SEM_VALUE_MAX);
+	ck_assert_int_eq(weft_sem_init(&s, 0), 0);
+	ck_assert_int_eq(weft_sem_post_n(&s, WEFT_SEM_VALUE_MAX + 1u), EINVAL);
+	ck_assert_int_eq(weft_sem_post_n(&s, WEFT_SEM_VALUE_MAX), 0);
+	ck_assert_int_eq(weft_sem_post_n(&s, 1), EOVERFLOW);
+	ck_assert_int_eq(weft_sem_init(&s, 0), 0);
+	ck_assert_int_eq(weft_sem_wait(NULL), EINVAL);
+	ck_assert_int_eq(weft_sem_trywait(NULL), EINVAL);
+	ck_assert_int_eq(weft_sem_timedwait(NULL, 0), EINVAL);
+	ck_assert_int_eq(weft_sem_post(NULL), EINVAL);
+	ck_assert_int_eq(weft_sem_post_n(NULL, 1), EINVAL);
+	ck_assert_int_eq(weft_sem_post_wq(NULL, 1, &wq), EINVAL);
+	ck_assert_int_eq(weft_sem_post_wq(&s, 1, NULL), EINVAL);
+	ck_assert_int_eq(weft_sem_getvalue(NULL, &v), EINVAL);
+	ck_assert_int_eq(weft_sem_getvalue(&s, NULL), EINVAL);
+	ck_assert_int_eq(weft_sem_destroy(NULL), EINVAL);
+	ck_assert_int_eq(weft_wakeq_init(NULL), EINVAL);
+	ck_assert_int_eq(weft_wakeq_flush(NULL), EINVAL);
+	ck_assert_int_eq(weft_sem_trywait(&s), EAGAIN);
+	ck_assert_int_eq(weft_sem_timedwait(&s, 0), ETIMEDOUT);
+	ck_assert_int_eq(weft_sem_timedwait(&s, weft_now_ns()), ETIMEDOUT);
+	/* destroy while waited on */
+	sc_start(&g, 1, 1, waiter_body, &s);
+	ck_assert_int_eq(sc_until(sem_destroy_fn, &s, EBUSY), EBUSY);
+	ck_assert_int_eq(weft_sem_getvalue(&s, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(weft_sem_post_n(&s, 2), 0);
+	sc_join(&g);
+	ck_assert_int_eq(weft_sem_destroy(&s), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* conserve */
+
+struct cons {
+	weft_sem_t s;
+	int nprod, ncons;
+	long per_prod;           /* units each producer posts */
+	_Atomic long taken;
+	_Atomic long posted;
+	long total;
+};
+
+static void cons_body(int idx, void *arg)
+{
+	struct cons *c = arg;
+	uint64_t rng = 1234567 + idx;
+
+	if (idx % 2 == 0 && idx / 2 < c->nprod) {
+		/* producer */
+		long left = c->per_prod;
+		weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+
+		while (left > 0) {
+			unsigned n = 1 + wt_rand(&rng) % 8;
+			int how = wt_rand(&rng) % 3;
+
+			if (n > left)
+				n = (unsigned)left;
+			if (how == 0) {
+				for (unsigned k = 0; k < n; k++)
+					WT_CHECK(weft_sem_post(&c->s) == 0);
+			} else if (how == 1) {
+				WT_CHECK(weft_sem_post_n(&c->s, n) == 0);
+			} else {
+				WT_CHECK(weft_sem_post_wq(&c->s, n, &wq) == 0);
+				if (wt_rand(&rng) & 1)
+					weft_yield();   /* wakees stay blocked meanwhile */
+				WT_CHECK(weft_wakeq_flush(&wq) == 0);
+			}
+			atomic_fetch_add(&c->posted, n);
+			left -= n;
+			if ((wt_rand(&rng) & 7) == 0)
+				weft_yield();
+		}
+		return;
+	}
+	/* consumer: take until the total is reached */
+	for (;;) {
+		long t = atomic_load(&c->taken);
+
+		if (t >= c->total)
+			return;
+		/* claim a slot first so that nobody waits for a unit that
+		 * will never come */
+		if (!atomic_compare_exchange_weak(&c->taken, &t, t + 1))
+			continue;
+		WT_CHECK(weft_sem_wait(&c->s) == 0);
+	}
+}
+
+static void run_conserve(int nweft, int nos, int nprod, long total)
+{
+	struct cons *c = calloc(1, sizeof(*c));
+	int v;
+
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(weft_sem_init(&c->s, 0), 0);
+	c->nprod = nprod;
+	c->per_prod = total / nprod;
+	c->total = c->per_prod * nprod;
+	sc_run(nweft, nos, cons_body, c);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&c->posted), c->total);
+	ck_assert_int_eq(atomic_load(&c->taken), c->total);
+	ck_assert_int_eq(weft_sem_getvalue(&c->s, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(weft_sem_destroy(&c->s), 0);
+	free(c);
+}
+
+START_TEST(test_conserve)
+{
+	wt_init(_i);
+	run_conserve(4, 0, 2, 20000);
+	run_conserve(0, 4, 2, 20000);
+	run_conserve(6, 4, 3, 30000);
+	run_conserve(200, 20, 8, 30000);
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* timeout: sembench -T */
+
+struct tt {
+	weft_sem_t s;
+	long total;
+	_Atomic long got, timeouts;
+	_Atomic int producers_done;
+	weft_time_t give_up;
+};
+
+static void tt_body(int idx, void *arg)
+{
+	struct tt *t = arg;
+	uint64_t rng = 99 + idx;
+
+	if (idx == 0) {
+		/* producer: post exactly total units in bursts */
+		weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+
+		for (long left = t->total; left > 0;) {
+			unsigned n = 1 + wt_rand(&rng) % 16;
+
+			if (n > left)
+				n = (unsigned)left;
+			if (wt_rand(&rng) & 1) {
+				WT_CHECK(weft_sem_post_n(&t->s, n) == 0);
+			} else {
+				WT_CHECK(weft_sem_post_wq(&t->s, n, &wq) == 0);
+				WT_CHECK(weft_wakeq_flush(&wq) == 0);
+			}
+			left -= n;
+			if ((wt_rand(&rng) & 3) == 0)
+				sc_spin_ns(wt_rand(&rng) % 20000);
+			else
+				weft_yield();
+		}
+		atomic_store(&t->producers_done, 1);
+		return;
+	}
+	/* consumers: tiny deadlines (1 ns .. 50 us), like -T's 1 ns */
+	while (atomic_load(&t->got) < t->total && weft_now_ns() < t->give_up) {
+		uint64_t d = (wt_rand(&rng) & 1) ? 1 : wt_rand(&rng) % 50000;
+		int rc = weft_sem_timedwait(&t->s, weft_now_ns() + d);
+
+		if (rc == 0)
+			atomic_fetch_add(&t->got, 1);
+		else if (rc == ETIMEDOUT)
+			atomic_fetch_add(&t->timeouts, 1);
+		else
+			WT_CHECK(rc == 0 || rc == ETIMEDOUT);
+	}
+}
+
+START_TEST(test_timeout_race)
+{
+	struct tt *t = calloc(1, sizeof(*t));
+	int v;
+
+	wt_init(_i);
+	ck_assert_int_eq(weft_sem_init(&t->s, 0), 0);
+	t->total = 20000;
+	t->give_up = sc_ms(8000);
+	sc_run(13, 3, tt_body, t);
+	wt_assert_no_failure();
+	printf("timeout_race[%s]: got=%ld timeouts=%ld\n", wt_configs[_i].name,
+	       atomic_load(&t->got), atomic_load(&t->timeouts));
+	ck_assert_int_eq(weft_sem_getvalue(&t->s, &v), 0);
+	/* every posted unit was taken exactly once: none lost to a timeout
+	 * that raced its grant, none doubled */
+	ck_assert_int_eq(atomic_load(&t->got) + v, t->total);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_gt(atomic_load(&t->timeouts), 0);
+	ck_assert_int_eq(weft_sem_destroy(&t->s), 0);
+	free(t);
+	wt_shutdown();
+}
+END_TEST
+
+struct tw {
+	weft_sem_t s;
+	_Atomic int rc;
+	_Atomic uint64_t elapsed;
+	uint64_t ms;
+};
+
+static void tw_body(int idx, void *arg)
+{
+	struct tw *t = arg;
+	weft_time_t t0 = weft_now_ns();
+
+	(void)idx;
+	atomic_store(&t->rc, weft_sem_timedwait(&t->s, t0 + t->ms * 1000000ull));
+	atomic_store(&t->elapsed, weft_now_ns() - t0);
+}
+
+START_TEST(test_timeout)
+{
+	struct tw t = { .ms = 20 };
+	struct sc_group g;
+
+	wt_init(_i);
+	weft_sem_init(&t.s, 0);
+	for (int os = 0; os < 2; os++) {
+		sc_run(!os, os, tw_body, &t);
+		ck_assert_int_eq(atomic_load(&t.rc), ETIMEDOUT);
+		ck_assert_uint_ge(atomic_load(&t.elapsed), 19000000ull);
+		ck_assert_uint_lt(atomic_load(&t.elapsed), 1000000000ull);
+	}
+	t.ms = 5000;
+	for (int os = 0; os < 2; os++) {
+		sc_start(&g, !os, os, tw_body, &t);
+		sc_sleep_ms(10);
+		ck_assert_int_eq(weft_sem_post(&t.s), 0);
+		sc_join(&g);
+		ck_assert_int_eq(atomic_load(&t.rc), 0);
+		ck_assert_uint_lt(atomic_load(&t.elapsed), 4000000000ull);
+	}
+	ck_assert_int_eq(weft_sem_destroy(&t.s), 0);
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* wakeq */
+
+struct wq_arg {
+	weft_sem_t s;
+	_Atomic long done;
+	_Atomic long arrived;
+};
+
+static void wq_waiter(int idx, void *arg)
+{
+	struct wq_arg *a = arg;
+
+	(void)idx;
+	atomic_fetch_add(&a->arrived, 1);
+	WT_CHECK(weft_sem_wait(&a->s) == 0);
+	atomic_fetch_add(&a->done, 1);
+}
+
+START_TEST(test_wakeq_deferred)
+{
+	struct wq_arg a;
+	weft_wakeq_t wq;
+	struct sc_group g;
+	int v;
+
+	wt_init(_i);
+	weft_sem_init(&a.s, 0);
+	atomic_init(&a.done, 0);
+	atomic_init(&a.arrived, 0);
+	weft_wakeq_init(&wq);
+	sc_start(&g, 3, 1, wq_waiter, &a);
+	sc_wait_atleast(&a.arrived, 4, 10000);
+	sc_sleep_ms(20);               /* normally all four are queued now */
+	ck_assert_int_eq(weft_sem_post_wq(&a.s, 4, &wq), 0);
+	ck_assert_int_eq(weft_sem_getvalue(&a.s, &v), 0);
+	/* v units were posted (waiters not queued yet on a loaded box); the
+	 * 4 - v granted ones must stay blocked until the flush */
+	sc_sleep_ms(20);
+	ck_assert_int_le(atomic_load(&a.done), v);
+	ck_assert_int_eq(weft_wakeq_flush(&wq), 0);
+	sc_join(&g);
+	ck_assert_int_eq(atomic_load(&a.done), 4);
+	ck_assert_int_eq(weft_sem_destroy(&a.s), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* Many waiters spread over the workers, one post_n wakes them all; the
+ * flush counts one flush and (with BATCH_WAKE) at most one batch per
+ * worker. */
+START_TEST(test_wakeq_batch)
+{
+	struct wq_arg a;
+	weft_thread_t t[256];
+	weft_attr_t at;
+	weft_stats_t s0, s1;
+	int nw;
+
+	wt_init(_i);
+	nw = weft_workers();
+	weft_sem_init(&a.s, 0);
+	atomic_init(&a.done, 0);
+	atomic_init(&a.arrived, 0);
+	{
+		struct sc_job j[256];
+
+		for (int i = 0; i < 256; i++) {
+			weft_attr_init(&at);
+			at.stack_size = SC_STACK;
+			at.worker = i % nw;
+			j[i] = (struct sc_job){ wq_waiter, &a, i };
+			ck_assert_int_eq(weft_spawn(&t[i], sc_tramp, &j[i], &at), 0);
+		}
+		sc_sleep_ms(50);
+		s0 = sc_stats();
+		ck_assert_int_eq(weft_sem_post_n(&a.s, 256), 0);
+		for (int i = 0; i < 256; i++)
+			ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	}
+	s1 = sc_stats();
+	ck_assert_int_eq(atomic_load(&a.done), 256);
+	printf("wakeq_batch[%s]: BATCH_WAKE=%d flushes=%llu batches=%llu kicks=%llu\n",
+	       wt_configs[_i].name, weft_feature("BATCH_WAKE"),
+	       (unsigned long long)(s1.wakeq_flushes - s0.wakeq_flushes),
+	       (unsigned long long)(s1.wakeq_batches - s0.wakeq_batches),
+	       (unsigned long long)(s1.kicks - s0.kicks));
+	ck_assert_uint_ge(s1.wakeq_flushes - s0.wakeq_flushes, 1);
+	/* the posting OS thread has no worker: every group is remote, at most
+	 * one batch per worker (more only if the table overflowed) */
+	ck_assert_uint_le(s1.wakeq_batches - s0.wakeq_batches, (uint64_t)nw);
+	ck_assert_int_eq(weft_sem_destroy(&a.s), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* os_thread: ping-pong across the weft / OS boundary */
+
+struct pp {
+	weft_sem_t a, b;
+	int rounds;
+	int flip;                 /* which idx plays the pinger */
+};
+
+static void pp_body(int idx, void *arg)
+{
+	struct pp *p = arg;
+
+	for (int i = 0; i < p->rounds; i++) {
+		if ((idx ^ p->flip) == 0) {
+			WT_CHECK(weft_sem_post(&p->a) == 0);
+			WT_CHECK(weft_sem_wait(&p->b) == 0);
+		} else {
+			WT_CHECK(weft_sem_wait(&p->a) == 0);
+			WT_CHECK(weft_sem_post(&p->b) == 0);
+		}
+	}
+}
+
+START_TEST(test_os_thread)
+{
+	static const struct { int nweft, nos, flip; } pairs[] = {
+		{ 1, 1, 0 },   /* weft pings, OS answers */
+		{ 1, 1, 1 },   /* OS pings, weft answers */
+		{ 0, 2, 0 },
+		{ 2, 0, 0 },
+	};
+	struct pp p = { .rounds = 2000 };
+	int v;
+
+	wt_init(_i);
+	weft_sem_init(&p.a, 0);
+	weft_sem_init(&p.b, 0);
+	for (unsigned k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
+		p.flip = pairs[k].flip;
+		sc_run(pairs[k].nweft, pairs[k].nos, pp_body, &p);
+	}
+	wt_assert_no_failure();
+	ck_assert_int_eq(weft_sem_getvalue(&p.a, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(weft_sem_getvalue(&p.b, &v), 0);
+	ck_assert_int_eq(v, 0);
+	wt_shutdown();
+}
+END_TEST
+
+static Suite *sem_suite(void)
+{
+	Suite *s = suite_create("sem");
+	TCase *tc;
+
+	tc = tcase_create("basic");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, test_basic);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, test_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("conserve");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_conserve, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("timeout");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("wakeq");
+	tcase_set_timeout(tc, 20);
+	tcase_add_loop_test(tc, test_wakeq_deferred, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, test_wakeq_batch, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("os_thread");
+	tcase_set_timeout(tc, 20);
+	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return wt_run_suite(sem_suite());
+}

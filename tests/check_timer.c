@@ -1,0 +1,171 @@
+/*
+ * tests/check_timer.c - suite "timer": sleeps, timed parks, timeouts racing
+ * unparks, many timers at once.
+ */
+#include "tests/harness.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static void *sleep_ms(void *arg)
+{
+	uint64_t ms = (uint64_t)(uintptr_t)arg;
+	weft_time_t t0 = weft_now_ns(), t1;
+
+	weft_sleep_ns(ms * 1000000);
+	t1 = weft_now_ns();
+	WT_CHECK(t1 - t0 >= ms * 1000000);
+	return (void *)(uintptr_t)(t1 - t0);
+}
+
+START_TEST(sleep_duration)
+{
+	weft_thread_t t;
+	void *r;
+
+	wt_init(_i);
+	ck_assert_int_eq(weft_spawn(&t, sleep_ms, (void *)(uintptr_t)20, NULL), 0);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	wt_assert_no_failure();
+	/* generous: a loaded CI machine; the benchmark checks precision */
+	ck_assert_uint_lt((uintptr_t)r, 200 * 1000000ull);
+	wt_shutdown();
+}
+END_TEST
+
+/* 10,000 sleepers with random deadlines all wake, none early. */
+static void *rand_sleeper(void *arg)
+{
+	uint64_t us = (uint64_t)(uintptr_t)arg;
+	weft_time_t t0 = weft_now_ns();
+
+	weft_sleep_ns(us * 1000);
+	WT_CHECK(weft_now_ns() - t0 >= us * 1000);
+	return NULL;
+}
+
+START_TEST(many_timers)
+{
+	enum { N = 10000 };
+	weft_thread_t *t = calloc(N, sizeof(*t));
+	uint64_t seed = wt_seed();
+	weft_attr_t a;
+
+	wt_init(_i);
+	weft_attr_init(&a);
+	a.stack_size = WEFT_STACK_MIN;
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], rand_sleeper,
+				 (void *)(uintptr_t)(wt_rand(&seed) % 50000), &a), 0);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_assert_no_failure();
+	free(t);
+	wt_shutdown();
+}
+END_TEST
+
+/* A timed park woken early returns 0; the stale timer must not wake the
+ * thread's next park (the timer is cancelled when it resumes). */
+static _Atomic int phase, entered;
+
+static void *timed_parker(void *arg)
+{
+	(void)arg;
+	/* the unpark below must meet the loop, not the second park */
+	while (atomic_load(&phase) == 0) {
+		atomic_store(&entered, 1);
+		weft_park_until(weft_now_ns() + 2000000000ull);
+	}
+	/* next park: short deadline, must time out, not be woken by the old timer */
+	WT_CHECK(weft_park_until(weft_now_ns() + 30000000ull) == ETIMEDOUT);
+	return NULL;
+}
+
+START_TEST(early_wake_cancels_timer)
+{
+	weft_thread_t t;
+	weft_time_t t0;
+
+	wt_init(_i);
+	atomic_store(&phase, 0);
+	atomic_store(&entered, 0);
+	ck_assert_int_eq(weft_spawn(&t, timed_parker, NULL, NULL), 0);
+	while (!atomic_load(&entered))
+		weft_sleep_ns(100000);
+	weft_sleep_ns(2000000);
+	t0 = weft_now_ns();
+	atomic_store(&phase, 1);
+	ck_assert_int_eq(weft_unpark(t), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_assert_no_failure();
+	ck_assert_uint_ge(weft_now_ns() - t0, 30000000ull);
+	ck_assert_uint_lt(weft_now_ns() - t0, 1500000000ull);
+	wt_shutdown();
+}
+END_TEST
+
+/* Unparks racing deadlines: every round ends with the thread runnable,
+ * never a lost wakeup (it would hang until the 10 s tcase timeout). */
+static _Atomic long got;
+
+static void *racer(void *arg)
+{
+	long n = (long)arg;
+
+	for (long i = 0; i < n; i++) {
+		while (atomic_load(&got) <= i)
+			weft_park_until(weft_now_ns() + (uint64_t)(i % 7) * 1000);
+	}
+	return NULL;
+}
+
+START_TEST(timeout_vs_unpark)
+{
+	enum { N = 20000 };
+	weft_thread_t t;
+	weft_attr_t a;
+
+	wt_init(_i);
+	atomic_store(&got, 0);
+	weft_attr_init(&a);
+	a.worker = weft_workers() - 1;
+	ck_assert_int_eq(weft_spawn(&t, racer, (void *)(long)N, &a), 0);
+	for (long i = 1; i <= N; i++) {
+		atomic_store(&got, i);
+		weft_unpark(t);
+	}
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_shutdown();
+}
+END_TEST
+
+START_TEST(os_thread_sleep)
+{
+	weft_time_t t0 = weft_now_ns();
+
+	ck_assert_int_eq(weft_sleep_ns(5000000), 0);
+	ck_assert_uint_ge(weft_now_ns() - t0, 5000000);
+	ck_assert_int_eq(weft_sleep_until(weft_now_ns() - 1), 0);
+}
+END_TEST
+
+static Suite *timer_suite(void)
+{
+	Suite *s = suite_create("timer");
+	TCase *tc = tcase_create("timeout");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, sleep_duration, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, many_timers, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, early_wake_cancels_timer, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, timeout_vs_unpark, 0, wt_nconfigs);
+	tcase_add_test(tc, os_thread_sleep);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return wt_run_suite(timer_suite());
+}
