@@ -382,6 +382,7 @@ struct wft_runtime {
 	_Atomic int stopping;             /* workers exit their loop */
 	pthread_mutex_t init_lock;        /* weft_init / weft_shutdown only */
 	_Atomic uint32_t quiesce;         /* futex: nthreads reached 0 (shutdown waits) */
+	_Atomic uint32_t nready;          /* futex: workers done with their setup (init waits) */
 	int cpus[WEFT_WORKERS_MAX];       /* CPU of worker i when pinning */
 };
 extern struct wft_runtime wft_rt;

@@ -363,6 +363,13 @@ static void *worker_main(void *arg)
 	}
 	wft_ctx_init_current(&w->sched_ctx);
 	wft_uring_setup(w);
+	/* Start barrier: weft_init() returns only after every worker has set
+	 * up its ring and kick descriptors, so nothing the application does
+	 * after weft_init() races with that setup (descriptor numbers it just
+	 * closed being reused under it; wft_idle_kick_force() reading w->ring).
+	 * release: publishes the setup to the initialising thread (acquire). */
+	atomic_fetch_add_explicit(&wft_rt.nready, 1, memory_order_release);
+	wft_futex_wake(&wft_rt.nready, 1);
 
 	/* relaxed: stop flag, re-read every round; the kick wakes a sleeper */
 	while (!atomic_load_explicit(&wft_rt.stopping, memory_order_acquire)) {
@@ -418,6 +425,7 @@ int wft_worker_start_all(void)
 	wft_rt.workers = calloc((size_t)n, sizeof(*wft_rt.workers));
 	if (!wft_rt.workers)
 		return EAGAIN;
+	atomic_store_explicit(&wft_rt.nready, 0, memory_order_relaxed); /* no worker runs yet */
 	for (int i = 0; i < n; i++) {
 		wft_rt.workers[i] = worker_new(i);
 		if (!wft_rt.workers[i])
@@ -440,6 +448,16 @@ int wft_worker_start_all(void)
 			}
 			goto fail;
 		}
+	}
+	/* wait for the start barrier in worker_main; acquire pairs with the
+	 * release increments (the value is re-read around the futex, so an
+	 * increment before we sleep is not lost: the futex compares it) */
+	for (;;) {
+		uint32_t r = atomic_load_explicit(&wft_rt.nready, memory_order_acquire);
+
+		if (r >= (uint32_t)n)
+			break;
+		wft_futex_wait(&wft_rt.nready, r, wft_now() + 100000000ull);
 	}
 	return 0;
 fail:
