@@ -11,7 +11,7 @@
 void wft_ctx_trampoline(void);
 
 void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
-		  wft_ctx_entry_t entry, void *arg)
+		  wft_ctx_entry_t entry, void *arg, wft_fpenv_t env)
 {
 	uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
 
@@ -23,8 +23,8 @@ void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
 	c->fp = NULL;
 	c->entry = (void *)entry;
 	c->arg = arg;
-	__asm__ volatile("stmxcsr %0" : "=m"(c->mxcsr));
-	__asm__ volatile("fnstcw %0" : "=m"(c->fpucw));
+	c->mxcsr = (uint32_t)env;             /* loaded by the trampoline */
+	c->fpucw = (uint16_t)(env >> 32);
 }
 
 void wft_ctx_init_current(struct wft_ctx *c)

@@ -53,13 +53,14 @@ typedef void (*wft_ctx_entry_t)(struct wft_ctx *prev, void *arg);
 
 /*
  * Prepare *c so that the first switch to it runs entry(prev, arg) on the
- * stack [stack, stack + size). The floating-point control state is copied
- * from the caller (a new thread inherits its creator's FP environment, as
- * with pthread_create).
+ * stack [stack, stack + size), with the floating-point control state env
+ * (weft_spawn captures the creator's with wft_fpenv_get(), so a new thread
+ * inherits its creator's rounding mode and exception masks, as with
+ * pthread_create, even though its context is made later on a worker).
  * Context: any. May park: no.
  */
 void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
-		  wft_ctx_entry_t entry, void *arg);
+		  wft_ctx_entry_t entry, void *arg, wft_fpenv_t env);
 
 /*
  * Initialise *c as the context of the running OS thread's own stack, so that

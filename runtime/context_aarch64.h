@@ -54,6 +54,18 @@ struct wft_ctx {
 	void *arg;       /* 40: new contexts only: its argument */
 };
 
+/* The FP control state a thread runs with: FPCR. */
+typedef uint64_t wft_fpenv_t;
+
+/* The calling thread's FPCR (a spawn captures its creator's). */
+static inline wft_fpenv_t wft_fpenv_get(void)
+{
+	uint64_t fpcr;
+
+	__asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+	return fpcr;
+}
+
 #if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
 #define WFT_CTX_BTI_J "hint #36\n\t"   /* bti j */
 #else

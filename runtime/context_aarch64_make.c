@@ -29,10 +29,9 @@ void wft_ctx_trampoline(void);
 #define CTX_STACK_ALIGN 16
 
 void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
-		  wft_ctx_entry_t entry, void *arg)
+		  wft_ctx_entry_t entry, void *arg, wft_fpenv_t env)
 {
 	uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)(CTX_STACK_ALIGN - 1);
-	uint64_t fpcr;
 
 	memset(c, 0, sizeof(*c));
 	c->sp = (void *)top;                      /* (I1) */
@@ -40,8 +39,7 @@ void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
 	c->fp = NULL;
 	c->entry = (void *)entry;
 	c->arg = arg;
-	__asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
-	c->fpcr = fpcr;                           /* (I2): inherit the creator's */
+	c->fpcr = env;                            /* (I2): the creator's, from spawn */
 }
 
 void wft_ctx_init_current(struct wft_ctx *c)

@@ -30,12 +30,13 @@ static void trampoline(unsigned int hi, unsigned int lo)
 {
 	struct wft_ctx *self = (struct wft_ctx *)(uintptr_t)(((uint64_t)hi << 32) | lo);
 
+	fesetenv(&self->env);                 /* the creator's, from spawn */
 	self->entry(self->prev, self->arg);   /* (I1) */
 	__builtin_trap();                     /* entry returned: broken contract */
 }
 
 void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
-		  wft_ctx_entry_t entry, void *arg)
+		  wft_ctx_entry_t entry, void *arg, wft_fpenv_t env)
 {
 	uint64_t p = (uint64_t)(uintptr_t)c;
 
@@ -49,6 +50,7 @@ void wft_ctx_make(struct wft_ctx *c, void *stack, size_t size,
 	c->uc.uc_link = NULL;
 	c->entry = entry;
 	c->arg = arg;
+	c->env = env;
 	makecontext(&c->uc, (void (*)(void))trampoline, 2,
 		    (unsigned int)(p >> 32), (unsigned int)(p & 0xffffffffu));
 }

@@ -33,10 +33,24 @@
 #ifndef WFT_CONTEXT_UCONTEXT_H
 #define WFT_CONTEXT_UCONTEXT_H
 
+#include <fenv.h>
 #include <ucontext.h>
+
+/* The FP environment a new thread starts with (the creator's). */
+typedef fenv_t wft_fpenv_t;
+
+/* The calling thread's FP environment (a spawn captures its creator's). */
+static inline wft_fpenv_t wft_fpenv_get(void)
+{
+	fenv_t e;
+
+	fegetenv(&e);
+	return e;
+}
 
 struct wft_ctx {
 	ucontext_t uc;            /* registers, stack, signal mask, FP env */
+	wft_fpenv_t env;          /* new contexts only: set by the trampoline */
 	struct wft_ctx *prev;     /* written by whoever switches to us, see above */
 	wft_ctx_entry_t entry;    /* new contexts only: run by the trampoline */
 	void *arg;                /* new contexts only: entry's argument */

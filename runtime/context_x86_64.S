@@ -16,6 +16,8 @@ wft_ctx_trampoline:
 	.cfi_startproc
 	.cfi_undefined rip
 	xorl	%ebp, %ebp
+	ldmxcsr	24(%rsi)		/* the creator's FP control state */
+	fldcw	28(%rsi)
 	movq	32(%rsi), %rax
 	movq	40(%rsi), %rsi
 	callq	*%rax

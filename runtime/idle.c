@@ -198,7 +198,12 @@ void wft_idle_run(struct wft_worker *w)
 		}
 	}
 
-	/* Park: announce, re-check, sleep. */
+	/* Park: announce, re-check, sleep. A worker that wake_one() handed the
+	 * spinning slot gives it back first, also when IDLE_SPIN is off: a
+	 * parked worker that kept it would leave nspinning at 1 forever, and
+	 * every later wake_one() would assume someone is looking (with
+	 * NO_IDLE_SPIN, stealing then never happened again). */
+	wft_idle_spin_stop(w);
 	idle_set(w);
 	/* seq_cst: the store half of the Park pattern */
 	atomic_exchange_explicit(&w->sleep, WFT_W_SLEEPING, memory_order_seq_cst);

@@ -285,6 +285,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 
 	ss = attr->stack_size ? attr->stack_size : wft_rt.stack_size;
 	ss = (ss + wft_page_size() - 1) & ~(wft_page_size() - 1);
+	t->fpenv = wft_fpenv_get();
 	t->fn = fn;
 	t->arg = arg;
 	t->ret = NULL;

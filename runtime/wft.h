@@ -168,6 +168,7 @@ struct weft_thread {
 	int started;                      /* has a stack and ran once; owner worker */
 	int free_on_exit;                 /* detached at exit: the switch-out frees it */
 
+	wft_fpenv_t fpenv;                /* creator's FP control state (spawn) */
 	weft_fn_t fn;
 	void *arg;
 	void *ret;

@@ -176,7 +176,7 @@ static bool prepare(struct wft_worker *w, struct weft_thread *next)
 	g = next->guard ? wft_page_size() : 0;
 	wft_san_stack_fresh((char *)next->stack + g, next->stack_size);
 	wft_ctx_make(&next->ctx, (char *)next->stack + g, next->stack_size,
-		     wft_thread_start, next);
+		     wft_thread_start, next, next->fpenv);
 	if (WFT_TSAN && !next->san_fiber)
 		next->san_fiber = wft_san_fiber_create();
 	next->started = 1;

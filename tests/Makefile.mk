@@ -3,6 +3,13 @@
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 TEST_LDADD = libweft.la libtests.la $(CHECK_LIBS) -lpthread
 
+# Sanitizer runtime options for every test (harmless in a plain build; a
+# value already in the environment wins). UBSan only prints by default, so
+# a UB report would pass the test: halt_on_error makes it fail it.
+AM_TESTS_ENVIRONMENT += \
+	UBSAN_OPTIONS="$${UBSAN_OPTIONS-halt_on_error=1:print_stacktrace=1}"; \
+	export UBSAN_OPTIONS;
+
 noinst_LTLIBRARIES = libtests.la
 libtests_la_SOURCES = tests/harness.c tests/harness.h
 libtests_la_CFLAGS = $(TEST_CFLAGS)

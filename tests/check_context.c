@@ -84,21 +84,103 @@ START_TEST(fp_control)
 }
 END_TEST
 
-/* Deep recursion on a small stack (the stack is really usable). */
-static long depth(long n)
+/* A new thread inherits its creator's FP control state at weft_spawn
+ * (as with pthread_create), not the state of the worker that first runs
+ * it: once the context was made on the worker and ran with the worker's
+ * round-to-nearest. Also with flush-to-zero set in MXCSR on x86-64. */
+static void *report_round(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)fegetround();
+}
+
+static void *spawn_child_with(void *arg)
+{
+	int mode = (int)(intptr_t)arg;
+	weft_thread_t c;
+	void *r = NULL;
+
+	WT_CHECK(fesetround(mode) == 0);
+	WT_CHECK(weft_spawn(&c, report_round, NULL, NULL) == 0);
+	WT_CHECK(weft_join(c, &r) == 0);
+	fesetround(FE_TONEAREST);
+	return r;
+}
+
+#if defined(__x86_64__)
+static void *report_mxcsr(void *arg)
+{
+	uint32_t m;
+
+	(void)arg;
+	__asm__ volatile("stmxcsr %0" : "=m"(m));
+	return (void *)(uintptr_t)m;
+}
+#endif
+
+START_TEST(fp_inherit)
+{
+	weft_thread_t t;
+	void *r;
+
+	wt_init(_i);
+	/* from a plain OS thread */
+	ck_assert_int_eq(fesetround(FE_UPWARD), 0);
+	ck_assert_int_eq(weft_spawn(&t, report_round, NULL, NULL), 0);
+	fesetround(FE_TONEAREST);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	ck_assert_int_eq((int)(intptr_t)r, FE_UPWARD);
+	/* from a weft thread */
+	ck_assert_int_eq(weft_spawn(&t, spawn_child_with, (void *)(intptr_t)FE_DOWNWARD, NULL), 0);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	ck_assert_int_eq((int)(intptr_t)r, FE_DOWNWARD);
+#if defined(__x86_64__)
+	{
+		uint32_t m, fz;
+
+		__asm__ volatile("stmxcsr %0" : "=m"(m));
+		fz = m | 0x8040;   /* FTZ | DAZ */
+		__asm__ volatile("ldmxcsr %0" : : "m"(fz));
+		ck_assert_int_eq(weft_spawn(&t, report_mxcsr, NULL, NULL), 0);
+		__asm__ volatile("ldmxcsr %0" : : "m"(m));
+		ck_assert_int_eq(weft_join(t, &r), 0);
+		ck_assert_uint_eq((uint32_t)(uintptr_t)r & 0x8040, 0x8040);
+	}
+#endif
+	ck_assert_int_eq(fegetround(), FE_TONEAREST);
+	wt_shutdown();
+}
+END_TEST
+
+/*
+ * Deep recursion on a small stack (the stack is really usable): recurse,
+ * touching a 256-byte frame each level, until 3/4 of WEFT_STACK_MIN lies
+ * between the first and the deepest frame. The budget is measured in bytes,
+ * not levels, because frame sizes differ by build: at -O2 GCC would turn a
+ * fixed-depth recursion into a loop (testing nothing), at -O1/-O0 a fixed
+ * 100 x 256 bytes overflows 16 KiB, and ASan adds redzones to every frame.
+ * The asm keeps pad live across the call, so each level really has a frame.
+ */
+static long depth(const char *top, size_t budget)
 {
 	volatile char pad[256];
+	const char *here = (const char *)__builtin_frame_address(0);
+	long n;
 
-	pad[0] = (char)n;
-	if (n == 0)
-		return pad[0];
-	return depth(n - 1) + 1 + pad[0] * 0;
+	pad[0] = 1;
+	pad[sizeof(pad) - 1] = 1;
+	if ((size_t)(top - here) >= budget)
+		return 1;
+	n = depth(top, budget) + 1;
+	__asm__ volatile("" : : "r"(pad) : "memory");
+	return n;
 }
 
 static void *deep(void *arg)
 {
 	(void)arg;
-	return (void *)depth(100);
+	return (void *)depth((const char *)__builtin_frame_address(0),
+			     WEFT_STACK_MIN / 4 * 3);
 }
 
 START_TEST(small_stack)
@@ -112,7 +194,9 @@ START_TEST(small_stack)
 	a.stack_size = WEFT_STACK_MIN;
 	ck_assert_int_eq(weft_spawn(&t, deep, NULL, &a), 0);
 	ck_assert_int_eq(weft_join(t, &r), 0);
-	ck_assert_int_eq((long)r, 100);
+	/* at least one level per 256-byte pad over the budget: real frames */
+	ck_assert_int_ge((long)r, 2);
+	ck_assert_int_le((long)r, WEFT_STACK_MIN / 4 * 3 / 256 + 1);
 	wt_shutdown();
 }
 END_TEST
@@ -125,6 +209,7 @@ static Suite *context_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, callee_saved, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, fp_control, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, fp_inherit, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, small_stack, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);
 	return s;
