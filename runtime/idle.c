@@ -116,14 +116,32 @@ static void idle_set(struct wft_worker *w)
 	atomic_fetch_add_explicit(&wft_rt.nidle, 1, memory_order_seq_cst);
 }
 
+/* Leave the idle set. If our bit was already clear, a wake_one() claimed
+ * us: it has counted us out of nidle and handed us its spinning slot
+ * (nspinning stays 1 on our behalf), so we take the slot here, on our own
+ * thread. (wake_one used to store v->spinning = 1 itself; that store could
+ * land after v had already left idle, or v could sleep holding the slot
+ * without anyone knowing, and nspinning stayed 1 forever: every later
+ * wake_one assumed somebody was looking. Found by review.) */
 static void idle_clear(struct wft_worker *w)
 {
-	/* relaxed: the mask is a hint for wake_one, which CASes bits itself */
+	/* relaxed: the bit's owner is decided by the RMWs themselves (ours
+	 * or wake_one's CAS); no other data travels with it */
 	uint64_t old = atomic_fetch_and_explicit(&wft_rt.idle_mask[w->id / 64],
 						 ~(1ull << (w->id % 64)), memory_order_relaxed);
 
 	if (old & (1ull << (w->id % 64)))
 		atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_relaxed);
+	else
+		atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
+}
+
+/* Still in the idle set? seq_cst: the load half of the claim pattern
+ * (see Park: a claimed worker must not sleep through its claim). */
+static bool idle_claimed(struct wft_worker *w)
+{
+	return !(atomic_load_explicit(&wft_rt.idle_mask[w->id / 64], memory_order_seq_cst) &
+		 (1ull << (w->id % 64)));
 }
 
 /* w->spinning is written by w and, once, by the wake_one() that hands w its
@@ -207,7 +225,19 @@ void wft_idle_run(struct wft_worker *w)
 	idle_set(w);
 	/* seq_cst: the store half of the Park pattern */
 	atomic_exchange_explicit(&w->sleep, WFT_W_SLEEPING, memory_order_seq_cst);
-	/* seq_cst loads: the load half (mailbox, victims, stop flag, timers) */
+	/* seq_cst fence: the re-checks below include relaxed loads (npriv in
+	 * wft_runq_size with NO_MAILBOX, whose remote pushers fence and then
+	 * read sleep). On aarch64 without LSE a seq_cst exchange is
+	 * ldaxr/stlxr, which does not keep a later plain load from being
+	 * satisfied before the SLEEPING store is visible; the fence does. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* Claimed by a wake_one() since idle_set(): it cleared our bit with a
+	 * seq_cst CAS and then reads sleep (seq_cst, in the kick). Either it
+	 * sees SLEEPING and kicks, or we see the bit clear here and do not
+	 * sleep: we hold its spinning slot and must go looking. */
+	if (idle_claimed(w))
+		goto cancel;
+	/* seq_cst loads: the load half (mailbox, victims, stop flag) */
 	if (atomic_load_explicit(&w->mailbox.head, memory_order_seq_cst) || w->next ||
 	    wft_runq_size(w) > 0 ||
 	    atomic_load_explicit(&wft_rt.stopping, memory_order_seq_cst))
@@ -295,12 +325,14 @@ void wft_idle_wake_one(struct wft_worker *self)
 			int b = __builtin_ctzll(m);
 			struct wft_worker *v = wft_rt.workers[i * 64 + b];
 
+			/* seq_cst: the store half of the claim pattern; the kick's
+			 * seq_cst load of v->sleep is the load half (see Park) */
 			if (v != self && atomic_compare_exchange_weak_explicit(&wft_rt.idle_mask[i], &m,
-					m & ~(1ull << b), memory_order_acq_rel, memory_order_relaxed)) {
+					m & ~(1ull << b), memory_order_seq_cst, memory_order_relaxed)) {
+				/* relaxed: a count, a hint for the owners' checks */
 				atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_relaxed);
-				/* The woken worker inherits our spinning slot. It learns
-				 * that from its own state (set before the kick). */
-				atomic_store_explicit(&v->spinning, 1, memory_order_relaxed);
+				/* v inherits our spinning slot: it finds its bit
+				 * clear in idle_clear() and sets its own flag */
 				wft_idle_kick(v);
 				return;
 			}

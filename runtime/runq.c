@@ -150,7 +150,9 @@ static struct weft_thread *ring_pop(struct wft_runq *q)
 			return NULL;
 		/* relaxed: validated by the CAS below (see Steal above) */
 		th = atomic_load_explicit(&q->ring[h % WFT_RUNQ_RING], memory_order_relaxed);
-		/* acq_rel: claims slot h; pairs with other consumers' CAS */
+		/* acq_rel: claims slot h; the release pairs with the owner's
+		 * acquire load of head in publish (slot reuse), the acquire with
+		 * other consumers' CAS */
 		if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + 1,
 				memory_order_acq_rel, memory_order_acquire))
 			return th;
@@ -191,8 +193,13 @@ void wft_runq_publish_owner(struct wft_worker *w)
 {
 	struct wft_runq *q = &w->rq;
 	struct weft_thread **pp, *t;
-	/* relaxed: only consumers move head, so the ring has at least this much room */
-	uint32_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+	/* acquire: pairs with the consumers' head CAS (release half): their
+	 * relaxed reads of the slots they took happen before we overwrite
+	 * those slots (without it C11 allows load buffering: a consumer's slot
+	 * read returning our new value, the same thread handed out twice; the
+	 * hardware's control dependency alone is not a C11 guarantee). Only
+	 * consumers move head, so the ring has at least this much room. */
+	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
 	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
 	uint32_t room = WFT_RUNQ_RING - (tail - h);
 	uint32_t quota;
@@ -263,7 +270,9 @@ struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *vict
 			/* relaxed: validated by the CAS (see Steal above) */
 			grab[i] = atomic_load_explicit(&vq->ring[(h + i) % WFT_RUNQ_RING],
 						       memory_order_relaxed);
-		/* acq_rel: claims [h, h+n); pairs with other consumers' CAS */
+		/* acq_rel: claims [h, h+n); the release pairs with the owner's
+		 * acquire load of head in publish (slot reuse), the acquire with
+		 * other consumers' CAS */
 		if (atomic_compare_exchange_weak_explicit(&vq->head, &h, h + n,
 				memory_order_acq_rel, memory_order_acquire))
 			break;
@@ -294,8 +303,11 @@ bool wft_runq_has_work(struct wft_worker *v)
 {
 	struct wft_runq *q = &v->rq;
 
-	/* seq_cst: these loads are the "load" half of the idle protocol's
-	 * StoreLoad pattern (runtime/idle.c, "Park") */
+	/* seq_cst: stronger than the pattern needs (the writers store tail
+	 * with release and npriv relaxed, so there is no StoreLoad partner on
+	 * their side); a stale answer here only delays stealing, bounded by
+	 * the "Surplus" rule of runtime/idle.c. Kept seq_cst: off the fast
+	 * path (the idle re-check only). */
 	return atomic_load_explicit(&q->tail, memory_order_seq_cst) !=
 	       atomic_load_explicit(&q->head, memory_order_seq_cst) ||
 	       atomic_load_explicit(&q->npriv, memory_order_seq_cst) > 0;

@@ -12,6 +12,21 @@
  * stack). TSan: __tsan_switch_to_fiber right before the switch, one fiber per
  * light thread, created at first run and destroyed when the TCB is freed.
  * Valgrind: stacks are registered when mapped and deregistered when unmapped.
+ *
+ * TSan fiber lifetime: a fiber lives as long as one run of a thread (created
+ * when it first runs, destroyed by the context that finishes its exit
+ * switch), not as long as the TCB: an exit never returns, so a fiber reused
+ * by the TCB's next thread would keep the dead thread's shadow call stack
+ * (it grows without bound), and TSan caps live threads + fibers at 8128.
+ *
+ * Synchronisation TSan cannot see (libatomic_ops inline asm, e.g. the TCB
+ * pool's double-word CAS) is annotated: wft_san_release(addr) just before
+ * the publishing operation, wft_san_acquire(addr) just after the operation
+ * that observes it, on the same addr. They are no-ops outside TSan.
+ * A read that races by design and whose value is validated afterwards (the
+ * TCB pool's read of a maybe-popped top's link, checked by the version CAS)
+ * goes in a WFT_NO_TSAN function: not instrumented, and never inlined into
+ * an instrumented caller.
  */
 #ifndef WFT_SANITIZER_H
 #define WFT_SANITIZER_H
@@ -34,8 +49,12 @@ void *__tsan_get_current_fiber(void);
 void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define WFT_NO_TSAN __attribute__((no_sanitize_thread, noinline))
 #else
 #define WFT_TSAN 0
+#define WFT_NO_TSAN
 #endif
 
 #ifdef HAVE_VALGRIND_VALGRIND_H
@@ -102,6 +121,24 @@ static inline void wft_san_fiber_destroy(void *f)
 		__tsan_destroy_fiber(f);
 #endif
 	(void)f;
+}
+
+/* A happens-before edge TSan cannot see: release before publishing. */
+static inline void wft_san_release(void *addr)
+{
+#if WFT_TSAN
+	__tsan_release(addr);
+#endif
+	(void)addr;
+}
+
+/* ... and acquire after observing the publication. */
+static inline void wft_san_acquire(void *addr)
+{
+#if WFT_TSAN
+	__tsan_acquire(addr);
+#endif
+	(void)addr;
 }
 
 #endif

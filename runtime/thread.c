@@ -39,7 +39,10 @@
  * Interleavings considered: unpark before park (token consumed at once);
  * unpark between the state store and the second xchg (either side sees the
  * other, CAS decides); two unparkers (the second finds token already 1: the
- * first is responsible); unpark racing the deadline (one CAS winner; the
+ * first is responsible for the wake, and the parker consumes the token with
+ * an acquiring exchange after it resumes, so either it reads the second's 1
+ * and sees what the second published, or the second reads 0 and wakes it
+ * again); unpark racing the deadline (one CAS winner; the
  * loser's token stays set, so the next park returns at once: spurious
  * returns are allowed by the API).
  *
@@ -527,11 +530,12 @@ int wft_thread_park(weft_time_t deadline)
 				wft_timer_cancel(&t->timer);
 			return 0;
 		}
-		/* A waker won and queued us: go through the scheduler anyway.
-		 * If the winner was the timeout, the unpark whose token we just
-		 * took must not be lost: put the token back (a later park then
-		 * returns at once; it is cleared below if an unpark won). */
-		atomic_store_explicit(&t->token, 1, memory_order_relaxed);
+		/* An unparker won and queued us: go through the scheduler
+		 * anyway. (Not the timeout: our timer fires only from this
+		 * worker's scheduler, which is busy running us. So the token we
+		 * just took belongs to an unpark, and nothing is put back: a
+		 * plain store here would also break the next unparker's release
+		 * sequence on the token.) */
 	}
 	wft_stat_inc(w, thread_parks);
 	wft_worker_schedule(w, WFT_SCHED_PARK);
@@ -540,9 +544,16 @@ int wft_thread_park(weft_time_t deadline)
 		wft_timer_cancel(&t->timer);
 	if (t->wake_reason == WFT_WAKE_TIMEOUT)
 		return ETIMEDOUT;
-	/* relaxed: consume the token of the unpark that woke us (acquire was
-	 * provided by the queue hand-off that resumed us) */
-	atomic_store_explicit(&t->token, 0, memory_order_relaxed);
+	/* Consume the token of the unpark that woke us. An exchange, not a
+	 * store: a second unparker U2 may have set its condition (say a
+	 * waiter's WOKEN), then found the token already 1 and left the wake to
+	 * the first. A plain store of 0 could sit in our store buffer while our
+	 * caller's re-check reads U2's condition stale; then U2's token is
+	 * erased and we park for good (store buffering: found by review and
+	 * reproduced). acquire: if the exchange reads U2's 1 it synchronises
+	 * with U2's seq_cst exchange, so the caller's re-check sees U2's
+	 * condition; if U2 comes later, U2 reads 0 and wakes us itself. */
+	(void)atomic_exchange_explicit(&t->token, 0, memory_order_acquire);
 	return 0;
 }
 

@@ -67,16 +67,29 @@ struct wft_worker *wft_worker_self_slow(void)
  * the 200 us timer precision target. */
 #define TIMER_CHECK_EVERY 8
 
+/* Move the mailbox into the runqueue. Work that arrived from outside may be
+ * surplus while other workers sleep (nobody else will notice it: remote
+ * wakers kick only the target, which is busy), so when some worker is idle
+ * and none is looking, get one (the "Surplus" bound of runtime/idle.c).
+ * Without this, threads unparked from an OS thread onto a busy worker ran
+ * there one after another while the other worker slept (found by review). */
 static void drain_mailbox(struct wft_worker *w)
 {
 	struct weft_thread *t = wft_mailbox_take_all(&w->mailbox);
+	bool stealable = false;
 
 	while (t) {
 		struct weft_thread *n = t->link;
 
+		stealable |= t->pin < 0;
 		wft_runq_push_owner(w, t);
 		t = n;
 	}
+	/* relaxed: hints, as in maybe_wake_idle(); wake_one() decides by CAS */
+	if (stealable && wft_runq_size(w) > 1 &&   /* some left after this pick */
+	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
+	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+		wft_idle_wake_one(w);
 }
 
 /* The runqueue pops below treat w->next specially (I3, I4). */
@@ -440,7 +453,12 @@ int wft_worker_start_all(void)
 		rc = pthread_create(&wft_rt.workers[i]->os, &a, worker_main, wft_rt.workers[i]);
 		pthread_attr_destroy(&a);
 		if (rc) {
-			/* stop the ones already started */
+			/* stop the ones already started, after they finished their
+			 * setup (the kick reads w->ring, which setup writes) */
+			while (atomic_load_explicit(&wft_rt.nready, memory_order_acquire) < (uint32_t)i)
+				wft_futex_wait(&wft_rt.nready,
+					       atomic_load_explicit(&wft_rt.nready, memory_order_relaxed),
+					       wft_now() + 1000000ull);
 			atomic_store_explicit(&wft_rt.stopping, 1, memory_order_release);
 			for (int j = 0; j < i; j++) {
 				wft_idle_kick_force(wft_rt.workers[j]);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static void *spin_work(void *arg)
 {
@@ -77,12 +78,18 @@ START_TEST(remote_wakes)
 	weft_stats_t s;
 
 	wt_init_workers(2);
-	atomic_store(&ping_turn, 0);
+	/* nobody's turn until both handles are stored: a pinger reads
+	 * ping_peer[1 - me] only after it saw its turn (seq_cst), which is
+	 * stored after both spawns (else peer 0 could read ping_peer[1]
+	 * while weft_spawn writes it; TSan reported that race) */
+	atomic_store(&ping_turn, -1);
 	for (int i = 0; i < 2; i++) {
 		weft_attr_init(&a);
 		a.worker = i;
 		ck_assert_int_eq(weft_spawn(&ping_peer[i], pinger, (void *)(intptr_t)i, &a), 0);
 	}
+	atomic_store(&ping_turn, 0);
+	ck_assert_int_eq(weft_unpark(ping_peer[0]), 0);
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(weft_join(ping_peer[i], NULL), 0);
 	weft_stats_get(&s);
@@ -133,13 +140,15 @@ START_TEST(next_slot_fair)
 	weft_thread_t b;
 
 	wt_init_workers(1);
-	atomic_store(&ping_turn, 0);
+	atomic_store(&ping_turn, -1);   /* nobody's until both are stored (see remote_wakes) */
 	atomic_store(&stop_pp, 0);
 	atomic_store(&bystander_runs, 0);
 	weft_attr_init(&a);
 	a.worker = 0;
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(weft_spawn(&ping_peer[i], pp_local, (void *)(intptr_t)i, &a), 0);
+	atomic_store(&ping_turn, 0);
+	ck_assert_int_eq(weft_unpark(ping_peer[0]), 0);
 	ck_assert_int_eq(weft_spawn(&b, bystander, NULL, &a), 0);
 	/* the bystander finishes (and stops the pair) only if it gets turns */
 	ck_assert_int_eq(weft_join(b, NULL), 0);
@@ -171,6 +180,76 @@ START_TEST(idle_parks)
 }
 END_TEST
 
+/* Threads unparked from a plain OS thread onto a busy worker must spread
+ * to the parked worker: the busy worker notices surplus when it drains its
+ * mailbox. (It did not: they ran one after another on their home worker
+ * while the other slept - found by review.) */
+enum { SUR_N = 8, SUR_CHUNKS = 40 };
+static weft_thread_t sur_th[SUR_N];
+static int sur_home[SUR_N];
+static _Atomic int sur_parked, sur_go;
+static _Atomic unsigned sur_ranmask[SUR_N];
+
+static void *sur_child(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	sur_home[i] = weft_worker_id();
+	atomic_fetch_add(&sur_parked, 1);
+	while (!atomic_load(&sur_go))
+		weft_park();
+	for (int k = 0; k < SUR_CHUNKS; k++) {   /* ~100 us of CPU per chunk */
+		weft_time_t e = weft_now_ns() + 100000;
+
+		while (weft_now_ns() < e)
+			;
+		atomic_fetch_or(&sur_ranmask[i], 1u << weft_worker_id());
+		weft_yield();
+	}
+	return NULL;
+}
+
+START_TEST(surplus_spreads)
+{
+	weft_stats_t s0, s1;
+	int on0 = 0, moved = 0;
+
+	wt_init_workers(2);
+	atomic_store(&sur_parked, 0);
+	atomic_store(&sur_go, 0);
+	for (int i = 0; i < SUR_N; i++) {
+		atomic_store(&sur_ranmask[i], 0);
+		ck_assert_int_eq(weft_spawn(&sur_th[i], sur_child, (void *)(intptr_t)i, NULL), 0);
+	}
+	while (atomic_load(&sur_parked) < SUR_N)
+		usleep(1000);
+	usleep(50000);   /* both workers park */
+	weft_stats_get(&s0);
+	atomic_store(&sur_go, 1);
+	for (int i = 0; i < SUR_N; i++)
+		if (sur_home[i] == 0)
+			ck_assert_int_eq(weft_unpark(sur_th[i]), 0);
+	for (int i = 0; i < SUR_N; i++)
+		if (sur_home[i] == 0) {
+			ck_assert_int_eq(weft_join(sur_th[i], NULL), 0);
+			on0++;
+			moved += (atomic_load(&sur_ranmask[i]) & 2) != 0;
+		}
+	weft_stats_get(&s1);
+	for (int i = 0; i < SUR_N; i++)
+		if (sur_home[i] != 0)
+			ck_assert_int_eq(weft_unpark(sur_th[i]), 0);
+	for (int i = 0; i < SUR_N; i++)
+		if (sur_home[i] != 0)
+			ck_assert_int_eq(weft_join(sur_th[i], NULL), 0);
+	if (on0 >= 2 && weft_feature("STEAL") == 1) {
+		ck_assert_uint_gt(s1.steals - s0.steals, 0);
+		ck_assert_int_gt(moved, 0);
+	}
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -178,6 +257,7 @@ static Suite *sched_suite(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, stealing_happens);
+	tcase_add_test(tc, surplus_spreads);
 	tcase_add_test(tc, remote_wakes);
 	tcase_add_test(tc, next_slot_fair);
 	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);

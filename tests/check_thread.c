@@ -5,6 +5,9 @@
 #include "tests/harness.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -419,6 +422,190 @@ START_TEST(fault_injection)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* scale */
+
+/* A million spawned threads that have not run yet: each costs only its
+ * TCB (stacks are allocated at first run). One worker, and the spawner
+ * never blocks until all are spawned, so none of them can have run. */
+enum { MILLION = 1000000 };
+static weft_thread_t *million;
+static _Atomic long million_ran_early;
+
+static void *million_spawner(void *arg)
+{
+	weft_attr_t a;
+
+	(void)arg;
+	weft_attr_init(&a);
+	a.stack_size = 16 * 1024;
+	for (long i = 0; i < MILLION; i++) {
+		WT_CHECK(weft_spawn(&million[i], bump, NULL, &a) == 0);
+		if (atomic_load(&wt_failure))
+			return NULL;
+	}
+	/* relaxed: bump ran on this worker or not at all (one worker) */
+	atomic_store(&million_ran_early, atomic_load(&counter));
+	for (long i = 0; i < MILLION; i++)
+		WT_CHECK(weft_join(million[i], NULL) == 0);
+	return NULL;
+}
+
+START_TEST(million_unstarted)
+{
+	weft_thread_t t;
+
+	million = calloc(MILLION, sizeof(*million));
+	ck_assert_ptr_nonnull(million);
+	wt_init_workers(1);
+	atomic_store(&counter, 0);
+	ck_assert_int_eq(weft_spawn(&t, million_spawner, NULL, NULL), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&million_ran_early), 0);
+	ck_assert_int_eq(atomic_load(&counter), MILLION);
+	wt_shutdown();
+	free(million);
+}
+END_TEST
+
+/* 20,000 threads parked at the same time, each on its own guarded stack
+ * (2 VMAs each: 40,000 of the default vm.max_map_count of 65,530). After
+ * they exit and the runtime shuts down, every mapping is gone again. */
+/* TSan makes every running light thread a TSan fiber, and it caps live
+ * threads + fibers at 8128 (and each costs it ~1 MiB of trace mappings):
+ * 2,000 there. */
+#if defined(__SANITIZE_THREAD__)
+enum { PARKED = 2000 };
+#else
+enum { PARKED = 20000 };
+#endif
+static _Atomic int nparked;
+
+static void *park_once(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&nparked, 1);
+	while (weft_park() != 0)
+		;
+	return NULL;
+}
+
+/*
+ * ASan's shadow memory is one huge mapping that ASan re-maps piecewise
+ * (MAP_FIXED) when it clears the shadow of a large region, e.g. a fake
+ * stack freed with detect_stack_use_after_return=1. In a Check fork child
+ * the pieces stay split (anonymous VMAs the parent already faulted in do not
+ * merge with new ones): measured ~37,000 shadow VMAs after this test, none
+ * outside it, versus none extra without fork. ASan's, not weft's, so count
+ * only the mappings outside the shadow.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+
+#if defined(__x86_64__)
+#define WT_USER_VA_END ((uintptr_t)1 << 47)
+#else
+#define WT_USER_VA_END ((uintptr_t)1 << 48)   /* aarch64 48-bit VA */
+#endif
+
+static bool in_asan_shadow(uintptr_t a)
+{
+	size_t scale, offset;
+
+	__asan_get_shadow_mapping(&scale, &offset);
+	/* the shadow of the whole user address space */
+	return a >= offset && a - offset < (WT_USER_VA_END >> scale);
+}
+#else
+static bool in_asan_shadow(uintptr_t a)
+{
+	(void)a;
+	return false;
+}
+#endif
+
+/*
+ * TSan keeps per-thread mappings (trace, shadow, meta: ~8 VMAs per fiber
+ * that ever ran, measured) after the fibers die, in regions it does not
+ * export. So under TSan count only what is recognisably a weft stack: a
+ * one-page PROT_NONE guard directly below a read-write mapping of the
+ * default stack size (what park_once runs on).
+ */
+#if defined(__SANITIZE_THREAD__)
+#define WT_COUNT_STACKS_ONLY 1
+#else
+#define WT_COUNT_STACKS_ONLY 0
+#endif
+
+static int count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uintptr_t prev_end = 0;
+	bool prev_guard = false;
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p;
+		uintptr_t lo = (uintptr_t)strtoull(line, &p, 16);
+		uintptr_t hi = (uintptr_t)strtoull(p + 1, &p, 16);
+		const char *perms = p + 1;
+
+		if (!WT_COUNT_STACKS_ONLY) {
+			n += !in_asan_shadow(lo);
+		} else {
+			n += prev_guard && prev_end == lo && perms[0] == 'r' && perms[1] == 'w' &&
+			     hi - lo == WEFT_STACK_DEFAULT;
+			prev_guard = !strncmp(perms, "---p", 4) &&
+				     hi - lo == (uintptr_t)sysconf(_SC_PAGESIZE);
+			prev_end = hi;
+		}
+		/* a line longer than the buffer: skip the rest of it */
+		while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
+			;
+	}
+	fclose(f);
+	return n;
+}
+
+START_TEST(parked_20k_guarded)
+{
+	weft_thread_t *ts = calloc(PARKED, sizeof(*ts));
+	int before, during;
+	long maxmap = 0;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &maxmap) != 1)
+			maxmap = 0;
+		fclose(f);
+	}
+	ck_assert_msg(maxmap == 0 || maxmap >= 2 * PARKED + 5000,
+		      "vm.max_map_count %ld too low for %d guarded stacks", maxmap, PARKED);
+	atomic_store(&nparked, 0);
+	before = count_maps();
+	wt_init(_i);
+	for (int i = 0; i < PARKED; i++)
+		ck_assert_int_eq(weft_spawn(&ts[i], park_once, NULL, NULL), 0);
+	while (atomic_load(&nparked) < PARKED)
+		usleep(1000);
+	during = count_maps();
+	/* every parked thread holds a stack and its guard page */
+	ck_assert_int_ge(during - before, PARKED);
+	for (int i = 0; i < PARKED; i++)
+		ck_assert_int_eq(weft_unpark(ts[i]), 0);
+	for (int i = 0; i < PARKED; i++)
+		ck_assert_int_eq(weft_join(ts[i], NULL), 0);
+	wt_shutdown();
+	/* a few stay: malloc arenas of the worker threads */
+	ck_assert_int_le(count_maps(), before + 64);
+	free(ts);
+}
+END_TEST
+
 static Suite *thread_suite(void)
 {
 	Suite *s = suite_create("thread");
@@ -436,6 +623,12 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, yield_order);
 	tcase_add_loop_test(tc, attrs, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, park_unpark, 0, wt_nconfigs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("scale");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, million_unstarted);
+	tcase_add_loop_test(tc, parked_20k_guarded, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
