@@ -339,6 +339,7 @@ struct wft_worker {
 	                                   * the context that resumes (worker.c) */
 	void *sched_fake_stack;           /* ASan save slot of the scheduler loop */
 	unsigned tick;                    /* switches, for the cheap timer check */
+	unsigned io_tick;                 /* picks, for the cheap I/O check */
 	uint64_t rng;                     /* victim selection */
 	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
 	atomic_flag rqlock;               /* NO_MAILBOX baseline only */

@@ -66,6 +66,13 @@ struct wft_worker *wft_worker_self_slow(void)
 /* See "Timer check cost" above: 8 switches of a busy worker are well under
  * the 200 us timer precision target. */
 #define TIMER_CHECK_EVERY 8
+/* I/O check cost: wft_uring_poll() reads the CQ tail, the SQ flags and the
+ * SQ head (shared with the kernel), ~3 ns, 11% of a yield measured with
+ * perf. While other threads are runnable here, completions only wait a
+ * few switches longer (~8 x 15 ns), and SQEs were batched anyway (the
+ * Batching rule of uring.c submits when nothing else is runnable, which
+ * is always checked). */
+#define IO_CHECK_EVERY 8
 
 /* Move the mailbox into the runqueue. Work that arrived from outside may be
  * surplus while other workers sleep (nobody else will notice it: remote
@@ -73,6 +80,8 @@ struct wft_worker *wft_worker_self_slow(void)
  * and none is looking, get one (the "Surplus" bound of runtime/idle.c).
  * Without this, threads unparked from an OS thread onto a busy worker ran
  * there one after another while the other worker slept (found by review). */
+static inline bool have_surplus(struct wft_worker *w);
+
 static void drain_mailbox(struct wft_worker *w)
 {
 	struct weft_thread *t = wft_mailbox_take_all(&w->mailbox);
@@ -86,7 +95,7 @@ static void drain_mailbox(struct wft_worker *w)
 		t = n;
 	}
 	/* relaxed: hints, as in maybe_wake_idle(); wake_one() decides by CAS */
-	if (stealable && wft_runq_size(w) > 1 &&   /* some left after this pick */
+	if (stealable && have_surplus(w) &&   /* some left after this pick */
 	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
 	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
 		wft_idle_wake_one(w);
@@ -99,7 +108,10 @@ static struct weft_thread *pick(struct wft_worker *w)
 
 	if (!wft_mailbox_empty(&w->mailbox))
 		drain_mailbox(w);
-	if (w->ring)
+	/* I/O: every IO_CHECK_EVERY-th pick while other threads are runnable
+	 * here, and always when nothing else is (see "I/O check cost"). */
+	if (w->ring && ((++w->io_tick % IO_CHECK_EVERY) == 0 ||
+			(!w->next && wft_runq_size(w) == 0)))
 		wft_uring_poll(w);
 	{
 		/* relaxed: the heap's minimum, a hint written under the heap lock
@@ -114,8 +126,11 @@ static struct weft_thread *pick(struct wft_worker *w)
 				wft_timer_run(w, now);
 		}
 	}
-	/* relaxed: a thief's hint; see runq.c */
-	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed))) {
+	/* relaxed: a thief's hint; see runq.c. Honoured when there is surplus
+	 * (one queued thread is what this pick runs next); otherwise it stays
+	 * set for a later pick. */
+	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)) &&
+	    have_surplus(w)) {
 		wft_runq_publish_owner(w);
 		/* the thief that asked may have gone to sleep since: see
 		 * "Surplus" in runtime/idle.c */
@@ -270,12 +285,26 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	wft_worker_finish_switch(w);
 }
 
-/* If workers sleep and none is looking while w has queued work, get one
+/* Surplus: work queued here beyond the one thread this worker will run
+ * next. A single queued thread is not surplus: its spawner or waker
+ * usually blocks soon (spawn then join, hand a token then wait) and runs
+ * it here at once; publishing it and kicking a sleeper instead made every
+ * spawn+join a futex syscall plus a cross-worker join (spawn_join_seq
+ * 142 ns -> see the closing note), and fib(30) a storm of kicks. With two
+ * or more queued, the idle worker is worth waking. Pinned threads can
+ * never move, so they are not surplus either. */
+static inline bool have_surplus(struct wft_worker *w)
+{
+	return wft_runq_size(w) + (w->next != NULL) >= 2;
+}
+
+/* If workers sleep and none is looking while w has surplus, get one
  * (relaxed hints; see "Surplus" in runtime/idle.c). */
 static inline void maybe_wake_idle(struct wft_worker *w, struct weft_thread *t)
 {
 	if (t->pin < 0 &&
 	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
+	    have_surplus(w) &&
 	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
 		wft_idle_wake_one(w);
 }
