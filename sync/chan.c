@@ -59,6 +59,13 @@
  *       free); every other path holds one lock. No lock is held across a
  *       park or a wake, and a channel lock is never nested with the lock of
  *       another kind of sync object.
+ *   I6  ch->owed counts the chan_waits whose owners may still take ch->lock
+ *       because of them: +1 when queued (enqueue_locked); -1 when the owner
+ *       unlinks it (wait_unlink, whether it was still queued or already
+ *       popped as stale), or when a peer claims it (the owner skips the
+ *       node it won in its unlink pass). Popping a stale node does not
+ *       change it: that owner still comes. So an owner may touch ch only
+ *       while ch->owed > 0, and destroy frees ch only at ch->owed == 0.
  *
  * Send (send_locked)
  * ------------------
@@ -89,6 +96,11 @@
  *                     | claim (other ch) | cancel (owner) | unlink (owner)
  *   claim (peer, ch)  | CAS: one wins    | CAS: one wins  | serialised by ch->lock
  *   cancel (owner)    | CAS: one wins    | -              | after (same thread)
+ *   destroy (ch)      | ch->lock         | lockless: ok   | ch->lock; waits (I6)
+ *
+ * The CASes on state are relaxed: they only decide who wins. Everything the
+ * claimer reads of a chan_wait was written before it was queued, under
+ * ch->lock; everything it writes for the owner is published by WOKEN.
  *
  * Timeout (sel_wait)
  * ------------------
@@ -122,7 +134,9 @@
  * Interleavings considered: two peers on two channels claiming one select
  * (CAS); a peer and the timeout (above); a peer popping a stale node while
  * its owner waits for that channel's lock to unlink it (the owner finds it
- * self-linked); close racing a timeout (close claims under the lock, the
+ * self-linked, and pays its owed count, I6); close popping such a node and
+ * destroy following at once (destroy waits for the owner, see Destroy);
+ * close racing a timeout (close claims under the lock, the
  * owner's CAS then fails and it reports EPIPE); close racing a select woken
  * elsewhere (the node is stale, close pops it, the owner sees it unlinked); a
  * select with a send and a receive case on the same channel (its own nodes
@@ -136,6 +150,30 @@
  * After the unlock,
  * wake them in FIFO order, reading wnext before each wake. Waking them all is
  * not a herd: each of them can complete (with EPIPE).
+ *
+ * Destroy
+ * -------
+ * Under the lock: owed == 0 (I6): nobody will touch ch again; free it. A
+ * live chan_wait queued (its sel still WAITING: a blocked call): EBUSY,
+ * nothing freed. Otherwise only stale chan_waits are owed: their selects
+ * completed on another channel (the peer that claimed them has woken or is
+ * waking them) or timed out, so their owners are runnable and need only
+ * ch->lock to pay (wait_unlink). Destroy then records itself as ch->drainer,
+ * unlocks and parks; the owner whose wait_unlink brings owed to 0 takes the
+ * drainer under the lock and wakes it after its unlock, and touches ch no
+ * more, so destroy frees ch. Without this, a select on {A, B} claimed
+ * through A whose stale node on B was popped by close(B) would take B's
+ * lock after destroy(B) had freed B. EBUSY in that case would be wrong: the
+ * select has completed as far as the caller can see (the send on A
+ * returned), and there is no moment at which a retry is known to succeed.
+ *
+ *     owner (claimed or timed out)        destroy
+ *     lock; unlink; owed-- -> 0;          lock; owed > 0, none live:
+ *       take drainer; unlock                drainer = self; unlock; park
+ *     wake drainer (ch no longer used)    WOKEN: free(ch)
+ *
+ * Either the owner's decrement sees the drainer (it wakes it) or destroy
+ * sees owed == 0 (it frees at once), because both run under ch->lock.
  *
  * Select
  * ------
@@ -207,6 +245,8 @@ struct weft_chan {
 	size_t count;                     /* lock: buffered elements */
 	struct wft_dlist sendq;           /* lock: blocked senders (chan_wait) */
 	struct wft_dlist recvq;           /* lock: blocked receivers (chan_wait) */
+	size_t owed;                      /* lock: chan_waits still owed an unlink (I6) */
+	struct wft_waiter *drainer;       /* lock: destroy waiting for owed == 0 */
 	unsigned char buf[];              /* lock: cap * esize bytes */
 };
 
@@ -257,25 +297,37 @@ static inline unsigned char *slot(struct weft_chan *ch, size_t i)
 	return ch->buf + i * ch->esize;
 }
 
-/* Pop chan_waits from q until one can be claimed (Claim protocol). Stale
- * ones are dropped (they stay self-linked, I4).
- * Context: any. May park: no. Locks: the channel of q.
+/* Pop chan_waits from q (a queue of ch) until one can be claimed (Claim
+ * protocol). Stale ones are dropped (they stay self-linked, I4) and stay
+ * owed (I6): their owners still come to unlink them. The claimed one is
+ * no longer owed: its owner skips it in its unlink pass.
+ * Context: any. May park: no. Locks: ch.
  * Returns: the claimed chan_wait (popped; its owner waits for our WOKEN), or
  * NULL if q held no live one. */
-static struct chan_wait *claim_first_locked(struct wft_dlist *q)
+static struct chan_wait *claim_first_locked(struct weft_chan *ch, struct wft_dlist *q)
 {
 	struct wft_dlist *n;
 
+	chan_assert_held(ch);
 	while ((n = wft_dlist_pop_front(q)) != NULL) {
 		struct chan_wait *w = wft_container_of(n, struct chan_wait, node);
 		uint32_t exp = SEL_WAITING;
 
-		/* acq_rel: the linearisation point of w's blocked call; pairs with
-		 * the claim CAS of peers on w's other channels and with the cancel
-		 * CAS in sel_wait(). The element and result are published later by
+		/* relaxed: the linearisation point of w's blocked call; pairs
+		 * with the claim CAS of peers on w's other channels and with the
+		 * cancel CAS in sel_wait(): one modification order of state, one
+		 * winner. No data flows through it: what we read of w was
+		 * published by ch->lock (w was queued under it), and what we
+		 * write for the owner (element, data, result) is published by
 		 * the WOKEN release store in wft_waiter_wake(). */
-		if (wft_cas(&w->sel->state, &exp, SEL_CLAIMED, acq_rel))
+		if (wft_cas(&w->sel->state, &exp, SEL_CLAIMED, relaxed)) {
+			/* I6: a claimed chan_wait is not owed. This never
+			 * drains the channel for a parked destroy: it parks
+			 * only when no live chan_wait is queued, and none can
+			 * be queued after destroy was called. */
+			ch->owed--;
 			return w;
+		}
 	}
 	return NULL;
 }
@@ -322,7 +374,7 @@ static int send_locked(struct weft_chan *ch, const void *elem, struct chan_wake 
 	chan_assert_held(ch);
 	if (ch->closed)
 		return EPIPE;
-	r = claim_first_locked(&ch->recvq);
+	r = claim_first_locked(ch, &ch->recvq);
 	if (r != NULL) {
 		/* I2: a live receiver means an empty ring, so the direct hand-off
 		 * keeps FIFO order */
@@ -355,7 +407,7 @@ static int recv_locked(struct weft_chan *ch, void *elem, struct chan_wake *wk)
 		ch->count--;
 		/* I2: a live sender means the ring was full; its element goes to
 		 * the tail, behind everything buffered before it */
-		s = claim_first_locked(&ch->sendq);
+		s = claim_first_locked(ch, &ch->sendq);
 		if (s != NULL) {
 			size_t tail = (ch->head + ch->count) % ch->cap;
 
@@ -365,7 +417,7 @@ static int recv_locked(struct weft_chan *ch, void *elem, struct chan_wake *wk)
 		}
 		return 0;
 	}
-	s = claim_first_locked(&ch->sendq);
+	s = claim_first_locked(ch, &ch->sendq);
 	if (s != NULL) {
 		memcpy(elem, s->elem, ch->esize);
 		claim_finish(s, 0, wk, false);
@@ -386,6 +438,7 @@ static inline void enqueue_locked(struct chan_wait *w, int op)
 {
 	chan_assert_held(w->ch);
 	wft_dlist_push_back(op == WEFT_CHAN_SEND ? &w->ch->sendq : &w->ch->recvq, &w->node);
+	w->ch->owed++;                    /* I6 */
 }
 
 static inline bool deadline_passed(weft_time_t deadline)
@@ -405,14 +458,27 @@ static void sel_init(struct chan_sel *sel)
 	wft_waiter_init(&sel->wt);
 }
 
-/* Unlink w if it is still queued. Context: the owner of w. May park: no. */
+/* Unlink w if it is still queued, and pay what w owes its channel (I6);
+ * if that drains the channel for a waiting destroy, wake it. After the
+ * unlock w->ch may be freed at once.
+ * Context: the owner of w. May park: no. */
 static void wait_unlink(struct chan_wait *w)
 {
-	chan_lock(w->ch);
+	struct weft_chan *ch = w->ch;
+	struct wft_waiter *d = NULL;
+
+	chan_lock(ch);
 	/* I4: a peer that popped w self-linked it under this lock */
 	if (w->node.next != &w->node)
 		wft_dlist_del(&w->node);
-	chan_unlock(w->ch);
+	if (--ch->owed == 0 && ch->drainer != NULL) {
+		d = ch->drainer;
+		ch->drainer = NULL;
+	}
+	chan_unlock(ch);
+	/* see Destroy: nothing touches ch after this unlock */
+	if (d != NULL)
+		wft_waiter_wake(d);
 }
 
 /* Park until a peer completes the call or the deadline passes; see Timeout.
@@ -427,9 +493,11 @@ static int sel_wait(struct chan_sel *sel, struct chan_wait *ws, size_t n, size_t
 	if (wft_waiter_wait(&sel->wt, deadline) == ETIMEDOUT) {
 		uint32_t exp = SEL_WAITING;
 
-		/* acq_rel: pairs with the claim CAS in claim_first_locked(); exactly
-		 * one of the two sees WAITING (Timeout) */
-		if (wft_cas(&sel->state, &exp, SEL_CANCELLED, acq_rel)) {
+		/* relaxed: pairs with the claim CAS in claim_first_locked();
+		 * exactly one of the two sees WAITING (Timeout). Nothing is read
+		 * on its strength: a winner unlinks under each channel lock, a
+		 * loser reads the result after its acquire load of WOKEN. */
+		if (wft_cas(&sel->state, &exp, SEL_CANCELLED, relaxed)) {
 			for (size_t i = 0; i < n; i++)
 				if (ws[i].ch != NULL)
 					wait_unlink(&ws[i]);
@@ -514,24 +582,60 @@ WEFT_API int weft_chan_create(weft_chan_t **chp, size_t elem_size, size_t capaci
 	ch->count = 0;
 	wft_dlist_init(&ch->sendq);
 	wft_dlist_init(&ch->recvq);
+	ch->owed = 0;
+	ch->drainer = NULL;
 	*chp = ch;
 	return 0;
 }
 
+/* Does q hold a live chan_wait (one whose select may still be claimed)?
+ * Context: any. May park: no. Locks: the channel of q. */
+static bool has_live_locked(struct wft_dlist *q)
+{
+	for (struct wft_dlist *n = q->next; n != q; n = n->next) {
+		struct chan_wait *w = wft_container_of(n, struct chan_wait, node);
+
+		/* relaxed: WAITING may become CLAIMED/CANCELLED right after,
+		 * never the reverse; a WAITING node is a blocked call (EBUSY).
+		 * The sel is alive: its owner cannot return before it unlinks
+		 * this node under the lock we hold (I4). */
+		if (wft_load(&w->sel->state, relaxed) == SEL_WAITING)
+			return true;
+	}
+	return false;
+}
+
+/* See Destroy above. Context: any. May park: yes, briefly (only while
+ * completed or timed-out selects still owe ch an unlink, I6). */
 WEFT_API int weft_chan_destroy(weft_chan_t *ch)
 {
-	bool busy;
+	struct wft_waiter self;
+	int err = 0;
 
 	if (ch == NULL)
 		return EINVAL;
 	chan_lock(ch);
-	/* Stale chan_waits count too: their owners still take this lock (I4). */
-	busy = !wft_dlist_empty(&ch->sendq) || !wft_dlist_empty(&ch->recvq);
+	if (ch->owed == 0)
+		goto out;
+	if (ch->drainer != NULL || has_live_locked(&ch->sendq) || has_live_locked(&ch->recvq)) {
+		err = EBUSY;
+		goto out;
+	}
+	/* Only stale chan_waits are owed: their owners were claimed or timed
+	 * out, so they are runnable and need nothing but this lock. The last
+	 * one wakes us (wait_unlink). */
+	wft_waiter_init(&self);
+	ch->drainer = &self;
 	chan_unlock(ch);
-	if (busy)
-		return EBUSY;
+	while (wft_waiter_wait(&self, WEFT_TIME_INFINITE) != 0)
+		;
 	free(ch);
 	return 0;
+out:
+	chan_unlock(ch);
+	if (err == 0)
+		free(ch);
+	return err;
 }
 
 WEFT_API int weft_chan_close(weft_chan_t *ch)
@@ -549,8 +653,8 @@ WEFT_API int weft_chan_close(weft_chan_t *ch)
 	ch->closed = true;
 	/* I3: claim every live waiter; chain them through wnext, not node (see
 	 * Close) */
-	while ((w = claim_first_locked(&ch->recvq)) != NULL ||
-	       (w = claim_first_locked(&ch->sendq)) != NULL) {
+	while ((w = claim_first_locked(ch, &ch->recvq)) != NULL ||
+	       (w = claim_first_locked(ch, &ch->sendq)) != NULL) {
 		claim_finish(w, EPIPE, &wk, false);
 		w->wnext = NULL;
 		*tail = w;

@@ -694,7 +694,8 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 		return;
 	now = wft_now();
 	for (sw = wft_waitq_first(list); sw; sw = wft_waitq_next(sw)) {
-		sw->where = WFT_SW_ON_MUTEX;
+		/* sw->claim is already WFT_SW_CLAIMED ("on the mutex"): cond.c
+		 * claimed each record by CAS before handing it over */
 		sw->since = now;
 		sw->skips = 0;
 	}

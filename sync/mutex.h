@@ -47,7 +47,8 @@ int wft_mutex_relock(struct wft_mutex *m, struct wft_swaiter *sw, struct weft_th
  * whose slock the caller holds) onto m. If m is free and has no woken
  * waiter, the first record becomes m's woken waiter (result COMPETE) and
  * goes into wq; the others are queued on m (WAITERS set), so they are woken
- * one unlock at a time. Sets where = ON_MUTEX on every record.
+ * one unlock at a time. The records arrive already claimed (cond.c moved
+ * them WAITING -> CLAIMED by CAS under its slock).
  * Context: any; the cond's slock held (lock order: cond, then mutex). */
 void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_wake_q *wq);
 

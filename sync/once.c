@@ -56,8 +56,12 @@ static int once_slow(struct wft_once *o, void (*fn)(void))
 	uint32_t z = ONCE_NEW;
 	uintptr_t id = wft_sync_self_id(&self);
 
-	/* acquire: nothing to read yet, but keeps fn after the claim */
-	if (wft_cas(&o->state, &z, ONCE_RUNNING, acquire)) {
+	/* relaxed: the RMW only elects the runner (one modification order,
+	 * one winner). Nothing is read on its strength (no earlier writer has
+	 * anything to publish), and fn's effects reach the others through the
+	 * release store of DONE below, paired with their acquire loads; the
+	 * losers never read fn's data before that. */
+	if (wft_cas(&o->state, &z, ONCE_RUNNING, relaxed)) {
 		/* relaxed: read only by ourselves for EDEADLK (others compare
 		 * it with their own ids, which never match) */
 		wft_store(&o->runner, id, relaxed);

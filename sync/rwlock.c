@@ -59,9 +59,17 @@
  *
  *   Interleavings considered: release racing queueing (above); a timeout
  *   racing a grant (`queued` under qlock decides; a granted waiter holds the
- *   lock and returns 0); the only queued writer timing out while readers
- *   hold and readers queue behind it (it clears WWAIT and admits them: no
- *   reader waits for a writer that is gone); readers leaving lockless while
+ *   lock and returns 0). The timed-out waiter takes qlock even when a grant
+ *   unlinked it between its deadline and that qlock; unlike the semaphore's
+ *   (sync/sem.c "Timeout") this touch cannot outlive the object: the grant
+ *   gave it a hold counted in the state word (readers, or WRITER) before
+ *   the granter dropped qlock, so destroy returns EBUSY until this waiter
+ *   unlocks, which it does only after it returned from lock_slow. The
+ *   claim CAS of sem.c is therefore not needed here (it would also have to
+ *   change how rdunlock_slow counts the readers it admits). The only
+ *   queued writer timing out while readers hold and readers queue behind
+ *   it (it clears WWAIT and admits them: no reader waits for a writer that
+ *   is gone); readers leaving lockless while
  *   the last one goes to the slow path (the slow path re-reads under qlock
  *   and only hands off when it really is the last).
  *
@@ -244,6 +252,9 @@ static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t 
 
 	r = wft_waiter_wait(&sw.w, deadline);
 	if (r == ETIMEDOUT) {
+		/* Safe even if a grant unlinked us since the deadline: a grant
+		 * gives us a hold that keeps destroy at EBUSY until we unlock
+		 * (see "Interleavings considered" above). */
 		wft_slock_lock(&rw->qlock);
 		if (sw.queued) {
 			dequeue_locked(rw, &sw, &q);

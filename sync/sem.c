@@ -24,14 +24,23 @@
  *       while it is set no lockless CAS succeeds: waits need value > 0,
  *       posts need WAITERS clear; so the word changes only under qlock.)
  *   I2. Under qlock: WAITERS <=> queue non-empty.
- *   I3. A granted waiter owns its unit from the moment it is unlinked (under
- *       qlock); it returns 0 even if its deadline passed meanwhile.
+ *   I3. A granted waiter owns its unit from the moment a poster wins the
+ *       claim CAS on its record (under qlock, just before the unlink); it
+ *       returns 0 even if its deadline passed meanwhile.
+ *   I4. A waiter that cancelled its record (claim CAS WAITING ->
+ *       CANCELLED after its deadline) is counted until it has taken qlock
+ *       once more: its record is still on s->q, or a poster that met it
+ *       there unlinked it into s->leaving. Destroy returns EBUSY while
+ *       either is non-zero, so the cancelled waiter's qlock is never a use
+ *       after free.
  *
  * Protocol
  *   "Wait": CAS value -> value - 1 (acquire) while value > 0. Else under
  *   qlock: CAS to take a unit, or CAS to set WAITERS; queue the record;
  *   park. On wake: the unit is ours (result GRANTED); return 0 without
- *   touching s (s may even be destroyed by then).
+ *   touching s (s may even be destroyed by then: the poster may destroy and
+ *   free it right after its post returns, see "Timeout" for the timed-out
+ *   path, which keeps this promise too).
  *   "Post n": while WAITERS is clear, CAS value -> value + n (release).
  *   Else under qlock: grant one unit each to up to n waiters (pick: head,
  *   or a cache-hot one among the first few), unlinking them into the wake
@@ -51,17 +60,39 @@
  *   gets after the waiter's qunlock, and grants the record), because both
  *   are RMWs of the same word. No StoreLoad fence is needed.
  *
- *   Linearisation points: wait = the CAS that decrements, or the unlink of
- *   its record by a poster (I3); post = its CAS, or its grant under qlock;
- *   timed-out wait = the unlink of its own record.
+ *   Linearisation points: wait = the CAS that decrements, or a poster's
+ *   claim CAS on its record (I3); post = its CAS, or its grant under qlock;
+ *   timed-out wait = its own cancel CAS.
+ *
+ *   "Timeout": the park returned ETIMEDOUT. Before touching s the waiter
+ *   CASes its record's claim WAITING -> CANCELLED (sync/waitq.h).
+ *     won:  no poster can grant it any more, and s counts it (I4): under
+ *           qlock unlink it (still queued; fix WAITERS) or decrement
+ *           s->leaving (a poster unlinked it); ETIMEDOUT, no unit taken.
+ *     lost: a poster granted it (I3): wait for the flush's WOKEN, never
+ *           touching s, and return 0.
+ *
+ *     waiter (timed out)               poster (holds qlock)
+ *     CAS claim WAITING->CANCELLED     CAS claim WAITING->CLAIMED
+ *     won: qlock; unlink or leaving--  won: unlink; GRANTED; wake_q add
+ *     lost: wait for WOKEN             lost: unlink; leaving++; next one
+ *
+ *   Either the waiter's CAS sees WAITING (no unit is granted to it, and it
+ *   takes qlock while I4 keeps s alive) or the poster's CAS sees WAITING
+ *   (the waiter owns a unit and never touches s again), because both CAS
+ *   the same byte and only WAITING can change. So no unit is ever lost or
+ *   doubled, and the old window - the waiter saw its deadline, a post
+ *   granted and the poster destroyed s, the waiter then took s->qlock - is
+ *   closed.
  *
  *   Interleavings considered: post racing a waiter's queueing (above); post
- *   racing a waiter's timeout (sembench -T): the waiter looks at `queued`
- *   under qlock; still queued -> unlink, fix WAITERS, ETIMEDOUT, no unit
- *   taken; already granted -> wait for the flush's WOKEN, return 0 (I3), so
- *   no unit is ever lost or doubled; a post_wq whose flush is late (the
- *   waiter waits for it, wake_q.c I3); posts larger than the queue (the
- *   rest becomes value); overflow (checked before anything changes).
+ *   racing a waiter's timeout (sembench -T; "Timeout"); a post that meets a
+ *   cancelled record at the head (unlinked into leaving, the unit goes to
+ *   the next one or to value); a post_wq whose flush is late (the waiter
+ *   waits for it, wake_q.c I3, and does not touch s meanwhile); destroy
+ *   after a post_wq and before its flush (0: the granted waiter is
+ *   decided); posts larger than the queue (the rest becomes value);
+ *   overflow (checked before anything changes).
  *
  * Rejected alternatives
  *   - Waking waiters to retry the decrement (2.2-era semaphores, seed 003):
@@ -78,7 +109,8 @@
 struct wft_sem {
 	_Atomic uint64_t v;           /* value | WAITERS */
 	struct wft_slock qlock;
-	uint32_t pad;
+	uint32_t leaving;             /* I4: cancelled records a poster
+	                               * unlinked, owners not yet back; qlock */
 	struct wft_waitq q;           /* FIFO; qlock */
 };
 _Static_assert(sizeof(struct wft_sem) <= sizeof(weft_sem_t), "sem fits its public type");
@@ -101,7 +133,8 @@ int weft_sem_init(weft_sem_t *ps, unsigned value)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (s NULL), EBUSY (waiters).
+ * Returns: 0, EINVAL (s NULL), EBUSY (waiters, including a timed-out one
+ * that has not yet left, I4).
  */
 int weft_sem_destroy(weft_sem_t *ps)
 {
@@ -111,7 +144,7 @@ int weft_sem_destroy(weft_sem_t *ps)
 	if (!ps)
 		return EINVAL;
 	wft_slock_lock(&s->qlock);
-	busy = !wft_waitq_empty(&s->q);
+	busy = !wft_waitq_empty(&s->q) || s->leaving != 0;
 	wft_slock_unlock(&s->qlock);
 	return busy ? EBUSY : 0;
 }
@@ -164,18 +197,25 @@ static int wait_slow(struct wft_sem *s, weft_time_t deadline)
 
 	r = wft_waiter_wait(&sw.w, deadline);
 	if (r == ETIMEDOUT) {
-		wft_slock_lock(&s->qlock);
-		if (sw.queued) {
-			wft_waitq_remove(&s->q, &sw);
-			if (wft_waitq_empty(&s->q))
-				/* relaxed: under qlock; value is 0 (I1) */
-				wft_fand(&s->v, ~WFT_SEM_WAITERS, relaxed);
+		/* "Timeout": decide on our own record before touching s. */
+		if (wft_swaiter_cancel(&sw)) {
+			/* I4: s still counts us, so it is alive */
+			wft_slock_lock(&s->qlock);
+			if (sw.queued) {
+				wft_waitq_remove(&s->q, &sw);
+				if (wft_waitq_empty(&s->q))
+					/* relaxed: under qlock; value is 0 (I1) */
+					wft_fand(&s->v, ~WFT_SEM_WAITERS, relaxed);
+			} else {
+				s->leaving--;
+			}
 			wft_slock_unlock(&s->qlock);
 			return ETIMEDOUT;
 		}
-		wft_slock_unlock(&s->qlock);
-		/* Granted meanwhile (I3): wait for the flush's WOKEN store. */
-		wft_waiter_wait(&sw.w, WEFT_TIME_INFINITE);
+		/* Granted first (I3): wait for the flush's WOKEN store without
+		 * touching s, which may be destroyed by now. */
+		while (wft_waiter_wait(&sw.w, WEFT_TIME_INFINITE) != 0)
+			;
 	}
 	return 0;
 }
@@ -234,6 +274,12 @@ static int post_slow(struct wft_sem *s, unsigned n, struct wft_wake_q *wq)
 	}
 	while (n && (sw = wft_wake_q_pick(&s->q, WFT_PICK_AFFINE)) != NULL) {
 		wft_waitq_remove(&s->q, sw);
+		if (!wft_swaiter_claim_locked(sw)) {
+			/* its owner timed out and cancelled it: it gets no unit;
+			 * it still comes for qlock (I4) */
+			s->leaving++;
+			continue;
+		}
 		sw->w.result = WFT_SW_GRANTED;
 		wft_wake_q_add(wq, &sw->w);
 		n--;

@@ -73,15 +73,34 @@ enum {
 	                       * (we are the mutex's one "woken" waiter) */
 };
 
-/* Where a cond waiter's record is (cond.c); written under both locks. */
-enum { WFT_SW_ON_COND = 0, WFT_SW_ON_MUTEX = 1 };
+/* sw->claim: who decides the fate of a queued record whose owner may time
+ * out (cond.c, sem.c). One atomic byte on the record itself, so that a
+ * timed-out owner can learn the outcome without touching the object (which
+ * its waker may destroy and free as soon as the record is unlinked):
+ *   WFT_SW_WAITING    queued, undecided. Initial value.
+ *   WFT_SW_CLAIMED    a waker won (CAS, under the object's slock): it has
+ *                     unlinked (or is about to unlink) the record and will
+ *                     store WOKEN. cond: the record moved to the mutex
+ *                     ("ON_MUTEX"); sem: a unit was granted. Final.
+ *   WFT_SW_CANCELLED  the owner won (CAS, lockless, after its deadline): no
+ *                     waker may grant it any more; the owner itself must
+ *                     take the object's slock and account for the record.
+ *                     Final.
+ * Exactly one of the two CASes sees WAITING. The owner that loses never
+ * touches the object again (it waits for WOKEN); the owner that wins is
+ * still counted by the object (its queue, or a "leaving" count if a waker
+ * met the cancelled record first and unlinked it), so destroy cannot
+ * succeed before the owner has taken the slock and dropped that count.
+ * The mutex's own waiters do not use it (mutex.c decides by `queued` under
+ * m->qlock; a mutex is not destroyed while waited on). */
+enum { WFT_SW_WAITING = 0, WFT_SW_CLAIMED = 1, WFT_SW_CANCELLED = 2 };
 
 struct wft_swaiter {
 	struct wft_waiter w;      /* w.node links the queue; w.result the outcome */
 	uintptr_t id;             /* mutex/rwlock: the waiter's owner id */
 	weft_time_t since;        /* mutex: when it first queued (hand-off) */
 	uint8_t queued;           /* on a wait queue: that queue's slock */
-	uint8_t where;            /* cond: WFT_SW_ON_*, both slocks to write */
+	_Atomic uint8_t claim;    /* cond, sem: WFT_SW_*, CAS only (above) */
 	uint8_t skips;            /* times pick() passed it over at the head */
 	uint8_t kind;             /* rwlock: reader or writer */
 };
@@ -94,12 +113,46 @@ static inline void wft_swaiter_init(struct wft_swaiter *sw, uintptr_t id)
 	sw->id = id;
 	sw->since = 0;
 	sw->queued = 0;
-	sw->where = WFT_SW_ON_COND;
+	/* relaxed: not shared until queued under the object's slock, whose
+	 * release publishes it */
+	wft_store(&sw->claim, WFT_SW_WAITING, relaxed);
 	sw->skips = 0;
 	sw->kind = 0;
 }
 
 #define wft_swaiter_of(n) wft_container_of((n), struct wft_swaiter, w.node)
+
+/* Owner, after its deadline passed with the record still WAITING: try to
+ * cancel it (see sw->claim above).
+ * Returns: true - cancelled; the owner must take the object's slock and
+ * unlink/uncount the record. false - a waker claimed it first; the owner
+ * must wait for WOKEN and must not touch the object.
+ * Context: the record's owner. May park: no. */
+static inline bool wft_swaiter_cancel(struct wft_swaiter *sw)
+{
+	uint8_t exp = WFT_SW_WAITING;
+
+	/* relaxed: pairs with the claim CAS in wft_swaiter_claim_locked(); the
+	 * RMWs alone decide (one modification order, one winner). Nothing is
+	 * read on the strength of it: a winner then takes the slock (ordered
+	 * with every waker by the slock), a loser reads the outcome after its
+	 * acquire load of WOKEN. */
+	return wft_cas(&sw->claim, &exp, WFT_SW_CANCELLED, relaxed);
+}
+
+/* Waker, holding the object's slock, about to grant or move sw: try to
+ * claim it. Returns: true - claimed (grant it, wake it later); false - its
+ * owner cancelled it (unlink it and count it as leaving, or leave it).
+ * Context: any. May park: no. Locks: the slock of the queue sw is on. */
+static inline bool wft_swaiter_claim_locked(struct wft_swaiter *sw)
+{
+	uint8_t exp = WFT_SW_WAITING;
+
+	/* relaxed: pairs with the cancel CAS in wft_swaiter_cancel(); see
+	 * there. The outcome the waker then writes (w.result) is published by
+	 * its later WOKEN release store. */
+	return wft_cas(&sw->claim, &exp, WFT_SW_CLAIMED, relaxed);
+}
 
 /* A FIFO of wait records linked through w.node, NULL-terminated at both
  * ends (so all zeros = empty). Protected by the owning object's slock. */

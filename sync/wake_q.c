@@ -23,9 +23,11 @@
  *       primitive unlinked it under the primitive's slock (queued = 0).
  *   I2. Nothing touches a record after its WOKEN store: the flush reads the
  *       next link before waking a record.
- *   I3. A waiter that finds queued = 0 after a timeout (under the slock)
- *       must wait for WOKEN before returning: the flush still references
- *       its record (which lives on the waiter's stack).
+ *   I3. A waiter whose record was granted (it finds queued = 0 under the
+ *       slock after a timeout - mutex, rwlock - or loses its cancel CAS on
+ *       sw->claim - cond, sem, see sync/waitq.h) must wait for WOKEN before
+ *       returning: the flush still references its record (which lives on
+ *       the waiter's stack).
  *
  * Protocol
  *   "Collect": wft_wake_q_add() appends; the primitive stored the outcome in
@@ -67,6 +69,11 @@
  *   and returns ETIMEDOUT; no waker can grant it any more), or the waker
  *   unlinked it first (the waiter sees queued == 0, waits for WOKEN and
  *   reports the grant), because both look at queued under the same slock.
+ *   That is the mutex's and the rwlock's protocol. The cond and the
+ *   semaphore decide the same race by a CAS on the record's claim byte
+ *   instead (sync/waitq.h), so that a waiter whose grant won never takes
+ *   the slock of an object its waker may already have destroyed; the
+ *   diagram is the same with "CAS claim" in place of "slock; queued ?".
  *   The WOKEN wait cannot miss the wake: it is the park protocol of
  *   sync/parking.c (the unpark token).
  *
@@ -169,8 +176,12 @@ static int score(struct wft_swaiter *sw, struct wft_worker *self, int how)
 	struct wft_worker *w = NULL;
 	bool idle;
 
-	/* relaxed: placement hint; t is parked (its record is queued under the
-	 * slock we hold), so t->worker is its last worker and stable */
+	/* relaxed: placement hint only. A queued record does not mean t is
+	 * parked: t may still be running toward its park (it queued, dropped
+	 * the slock, and has not switched out yet), or be running again after
+	 * a timeout. t->worker is then the worker it runs on, which is also
+	 * where it will park; a stale value costs locality, not correctness.
+	 * t is a type-stable TCB (runtime/thread.c I1), so the read is safe. */
 	if (t)
 		w = wft_load(&t->worker, relaxed);
 	/* relaxed: hint only; a wrong guess costs locality, not correctness */

@@ -6,7 +6,9 @@
  *              drain), rendezvous and buffered order between threads, select
  *              (ready cases, disabled cases, blocking, stale nodes unlinked),
  *              ping-pong on one worker and across workers
- *   errors     every bad input (NULL, elem size 0, bad select cases, ...)
+ *   errors     every bad input (NULL, elem size 0, bad select cases, ...);
+ *              destroy: EBUSY with a blocked call, and waiting for a
+ *              completed select's unlink (regression: use after free)
  *   timeout    timed forms (ETIMEDOUT, nothing left queued), past deadlines,
  *              select timeouts, timeouts racing peers (nothing lost)
  *   contended  many senders and receivers: FIFO per sender, every element
@@ -40,9 +42,10 @@
 
 #define MS 1000000ull
 
-/* ASan aborts on an impossible allocation instead of returning NULL (unless
- * allocator_may_return_null=1), so that one check is skipped under it. */
-#if defined(__SANITIZE_ADDRESS__)
+/* ASan and TSan abort on an impossible allocation instead of returning NULL
+ * (unless allocator_may_return_null=1), so that one check is skipped under
+ * them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_ASAN 1
 #else
 #define UNDER_ASAN 0
@@ -671,6 +674,79 @@ START_TEST(test_destroy_busy)
 	ck_assert_int_eq(weft_chan_send(ch, &v), 0);
 	run_join(&r);
 	destroy_ok(ch);
+	rt_stop();
+}
+END_TEST
+
+/* Regression: destroy must not free a channel while a select that had a
+ * case on it may still take its lock. S selects on {A, B}; P sends on A
+ * (claims S: S's B node is now stale), closes B (which pops that stale
+ * node) and destroys B at once. S has not run yet (one worker, P does not
+ * yield), and S's unlink pass will still lock B. The old destroy saw B's
+ * queues empty and freed B (the selector then locked freed memory); now
+ * destroy waits for S's unlink, so when it returns S has left select.
+ * Everything is bounded: the test body gives up after 5 s. */
+static weft_chan_t *dsel_a, *dsel_b;
+static _Atomic int dsel_sel_done, dsel_peer_done, dsel_destroy_rc = -1;
+static _Atomic int dsel_sel_rc = -1, dsel_sel_done_at_destroy = -1;
+static size_t dsel_chosen = 99;
+static int dsel_ra, dsel_rb;
+
+static void *dsel_selector(void *p)
+{
+	weft_chan_case_t c[2] = {
+		{ dsel_a, WEFT_CHAN_RECV, &dsel_ra },
+		{ dsel_b, WEFT_CHAN_RECV, &dsel_rb },
+	};
+
+	(void)p;
+	atomic_store(&dsel_sel_rc, weft_chan_select(c, 2, &dsel_chosen, WEFT_TIME_INFINITE));
+	atomic_store(&dsel_sel_done, 1);
+	return NULL;
+}
+
+static void *dsel_peer(void *p)
+{
+	int x = 42;
+
+	(void)p;
+	/* one worker: the selector runs (and queues on A and B) on our
+	 * first yield; a few more make that independent of run order */
+	for (int i = 0; i < 10; i++)
+		weft_yield();
+	WT_CHECK(weft_chan_send(dsel_a, &x) == 0);    /* claims the select */
+	WT_CHECK(weft_chan_close(dsel_b) == 0);       /* pops its stale node */
+	atomic_store(&dsel_destroy_rc, weft_chan_destroy(dsel_b));
+	atomic_store(&dsel_sel_done_at_destroy, atomic_load(&dsel_sel_done));
+	atomic_store(&dsel_peer_done, 1);
+	return NULL;
+}
+
+START_TEST(test_destroy_after_select_claimed)
+{
+	weft_thread_t s, p;
+	int i;
+
+	wt_init_workers(1);
+	dsel_a = mkchan(sizeof(int), 0);
+	dsel_b = mkchan(sizeof(int), 0);
+	ck_assert_int_eq(weft_spawn(&s, dsel_selector, NULL, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&p, dsel_peer, NULL, NULL), 0);
+	/* bounded: a broken destroy can leave the selector stuck on freed
+	 * memory, which must fail the test, not hang it */
+	for (i = 0; i < 5000 && !(atomic_load(&dsel_peer_done) && atomic_load(&dsel_sel_done)); i++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&dsel_peer_done), "peer did not finish");
+	ck_assert_int_eq(atomic_load(&dsel_destroy_rc), 0);
+	ck_assert_msg(atomic_load(&dsel_sel_done_at_destroy) == 1,
+		      "destroy(B) returned while a select on B had not left it");
+	ck_assert_msg(atomic_load(&dsel_sel_done), "selector did not finish");
+	ck_assert_int_eq(weft_join(s, NULL), 0);
+	ck_assert_int_eq(weft_join(p, NULL), 0);
+	ck_assert_int_eq(atomic_load(&dsel_sel_rc), 0);
+	ck_assert_uint_eq(dsel_chosen, 0);
+	ck_assert_int_eq(dsel_ra, 42);
+	destroy_ok(dsel_a);
 	rt_stop();
 }
 END_TEST
@@ -1338,6 +1414,7 @@ static Suite *chan_suite(void)
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_bad_select);
 	tcase_add_test(tc, test_destroy_busy);
+	tcase_add_test(tc, test_destroy_after_select_claimed);
 	tcase_add_test(tc, test_alloc_failure);
 	suite_add_tcase(s, tc);
 

@@ -8,10 +8,15 @@
  *            spurious returns; broadcast under the mutex moves waiters to
  *            the mutex (they run one at a time)
  * timeout    timedwait expires with the mutex relocked; signal racing
- *            timeouts loses no ticket
+ *            timeouts loses no ticket; destroy + free right after a
+ *            broadcast while a timed waiter's deadline fires (regression:
+ *            use after free; the cond sits in a page made PROT_NONE)
  * os_thread  OS-thread waiters with weft signallers and the reverse
  */
 #include "tests/sync_common.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 START_TEST(test_basic)
 {
@@ -409,6 +414,150 @@ START_TEST(test_timeout)
 }
 END_TEST
 
+/* Use after free regressions: the cond lives alone at the start of an
+ * mmap'd page; once the test has destroyed it, the page is made PROT_NONE,
+ * so any later touch of the cond by a waiter kills the test with SIGSEGV
+ * (a failure under Check, never a hang). POSIX lets a thread destroy and
+ * free a cond right after a broadcast made while holding the mutex. */
+static void *uaf_page(void)
+{
+	void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert(p != MAP_FAILED);
+	return p;
+}
+
+static void uaf_revoke(void *p)
+{
+	ck_assert_int_eq(mprotect(p, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE), 0);
+}
+
+static void uaf_unmap(void *p)
+{
+	ck_assert_int_eq(munmap(p, (size_t)sysconf(_SC_PAGESIZE)), 0);
+}
+
+struct bdf {
+	weft_mutex_t m;
+	weft_cond_t *c;               /* in its own page */
+	_Atomic int wrc, wdone, drc;
+};
+
+static void *bdf_waiter(void *arg)
+{
+	struct bdf *b = arg;
+
+	WT_CHECK(weft_mutex_lock(&b->m) == 0);
+	atomic_store(&b->wrc, weft_cond_timedwait(b->c, &b->m, weft_now_ns() + 1000000));
+	WT_CHECK(weft_mutex_unlock(&b->m) == 0);
+	atomic_store(&b->wdone, 1);
+	return NULL;
+}
+
+static void *bdf_broadcaster(void *arg)
+{
+	struct bdf *b = arg;
+
+	/* one worker: busy past the waiter's deadline without switching, so
+	 * its timer has fired but it has not run when we broadcast */
+	sc_spin_ns(5000000);
+	WT_CHECK(weft_mutex_lock(&b->m) == 0);
+	WT_CHECK(weft_cond_broadcast(b->c) == 0);   /* moves it to m */
+	atomic_store(&b->drc, weft_cond_destroy(b->c));
+	uaf_revoke(b->c);                           /* "free" */
+	/* still holding m, let the waiter run: its park returns ETIMEDOUT,
+	 * but the broadcast won, so it must wait for m without touching c */
+	sc_sleep_ms(5);
+	WT_CHECK(weft_mutex_unlock(&b->m) == 0);
+	return NULL;
+}
+
+START_TEST(test_destroy_after_broadcast_timed)
+{
+	struct bdf b = { .m = WEFT_MUTEX_INITIALIZER, .wrc = -1, .drc = -1 };
+	weft_thread_t w, x;
+	void *page = uaf_page();
+
+	b.c = page;
+	ck_assert_int_eq(weft_cond_init(b.c), 0);
+	wt_init_workers(1);
+	ck_assert_int_eq(weft_spawn(&w, bdf_waiter, &b, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&x, bdf_broadcaster, &b, NULL), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&b.wdone); i++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&b.wdone), "waiter did not return");
+	ck_assert_int_eq(weft_join(w, NULL), 0);
+	ck_assert_int_eq(weft_join(x, NULL), 0);
+	ck_assert_int_eq(atomic_load(&b.drc), 0);
+	/* the broadcast came before the waiter saw its timeout: it won */
+	ck_assert_int_eq(atomic_load(&b.wrc), 0);
+	wt_assert_no_failure();
+	ck_assert_int_eq(weft_mutex_destroy(&b.m), 0);
+	wt_shutdown();
+	uaf_unmap(page);
+}
+END_TEST
+
+/* The same race left to chance, many times, with a weft and an OS-thread
+ * waiter whose deadlines fall around the broadcast: every destroy after
+ * the broadcast must return 0 (a waiter that cancelled just before it is
+ * waited for, never reported as EBUSY), and no waiter may touch the cond
+ * after it (PROT_NONE page). Exercises destroy's wait for cancelled
+ * waiters (cond.c "Destroy"). */
+struct bdr {
+	weft_mutex_t m;
+	weft_cond_t *c;
+	_Atomic long ready;
+	_Atomic uint64_t seed;
+};
+
+static void bdr_waiter(int idx, void *arg)
+{
+	struct bdr *b = arg;
+	uint64_t r = atomic_fetch_add(&b->seed, 0x9e3779b97f4a7c15ull) + (uint64_t)idx;
+	int rc;
+
+	WT_CHECK(weft_mutex_lock(&b->m) == 0);
+	atomic_fetch_add(&b->ready, 1);   /* under m: queued before m is free */
+	rc = weft_cond_timedwait(b->c, &b->m, weft_now_ns() + wt_rand(&r) % 200000);
+	WT_CHECK(rc == 0 || rc == ETIMEDOUT);
+	WT_CHECK(weft_mutex_unlock(&b->m) == 0);
+}
+
+START_TEST(test_destroy_after_broadcast_race)
+{
+	struct bdr b = { .m = WEFT_MUTEX_INITIALIZER };
+	uint64_t r = wt_seed();
+
+	atomic_store(&b.seed, r);
+	wt_init_workers(2);
+	for (int it = 0; it < 300; it++) {
+		void *page = uaf_page();
+		struct sc_group g;
+		int drc;
+
+		b.c = page;
+		ck_assert_int_eq(weft_cond_init(b.c), 0);
+		atomic_store(&b.ready, 0);
+		sc_start(&g, 1, 1, bdr_waiter, &b);
+		ck_assert_int_eq(sc_wait_atleast(&b.ready, 2, 10000), 2);
+		sc_spin_ns(wt_rand(&r) % 200000);
+		ck_assert_int_eq(weft_mutex_lock(&b.m), 0);
+		ck_assert_int_eq(weft_cond_broadcast(b.c), 0);
+		drc = weft_cond_destroy(b.c);
+		uaf_revoke(page);
+		ck_assert_int_eq(weft_mutex_unlock(&b.m), 0);
+		sc_join(&g);
+		ck_assert_int_eq(drc, 0);
+		uaf_unmap(page);
+	}
+	wt_assert_no_failure();
+	ck_assert_int_eq(weft_mutex_destroy(&b.m), 0);
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* os_thread */
 
@@ -448,6 +597,8 @@ static Suite *cond_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
+	tcase_add_test(tc, test_destroy_after_broadcast_timed);
+	tcase_add_test(tc, test_destroy_after_broadcast_race);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("os_thread");

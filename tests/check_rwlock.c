@@ -8,9 +8,12 @@
  * fairness   a writer gets in under a stream of overlapping readers, and
  *            readers get in under a stream of writers
  * timeout    timed forms expire; a writer timing out admits the readers
- *            queued behind it
+ *            queued behind it; a timed reader granted after its deadline
+ *            keeps destroy at EBUSY until it unlocks
  */
 #include "tests/sync_common.h"
+
+#include <unistd.h>
 
 struct rd {
 	weft_rwlock_t *rw;
@@ -257,6 +260,62 @@ START_TEST(test_fairness)
 }
 END_TEST
 
+/* A timed reader whose deadline has fired, granted before it runs, holds
+ * the lock: destroy must say EBUSY until that reader unlocks. This is what
+ * makes the timed-out waiter's late look at rw->qlock (rwlock.c,
+ * "Interleavings considered") safe, unlike the semaphore's case (see
+ * check_sem test_destroy_after_grant_timed). One worker: deterministic. */
+struct tgr {
+	weft_rwlock_t rw;
+	_Atomic int rrc, rdone, drc_held;
+};
+
+static void *tgr_writer(void *arg)
+{
+	struct tgr *t = arg;
+
+	WT_CHECK(weft_rwlock_wrlock(&t->rw) == 0);
+	weft_yield();                        /* the reader queues behind us */
+	sc_spin_ns(5000000);                 /* its timer fires; it does not run */
+	WT_CHECK(weft_rwlock_unlock(&t->rw) == 0);   /* grants it */
+	weft_yield();                        /* it runs and holds the lock */
+	atomic_store(&t->drc_held, weft_rwlock_destroy(&t->rw));
+	return NULL;
+}
+
+static void *tgr_reader(void *arg)
+{
+	struct tgr *t = arg;
+
+	atomic_store(&t->rrc, weft_rwlock_timedrdlock(&t->rw, weft_now_ns() + 1000000));
+	weft_yield();                        /* the writer tries destroy now */
+	if (atomic_load(&t->rrc) == 0)
+		WT_CHECK(weft_rwlock_unlock(&t->rw) == 0);
+	atomic_store(&t->rdone, 1);
+	return NULL;
+}
+
+START_TEST(test_destroy_after_grant_timed)
+{
+	struct tgr t = { .rw = WEFT_RWLOCK_INITIALIZER, .rrc = -1, .drc_held = -1 };
+	weft_thread_t r, w;
+
+	wt_init_workers(1);
+	ck_assert_int_eq(weft_spawn(&w, tgr_writer, &t, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&r, tgr_reader, &t, NULL), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&t.rdone); i++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&t.rdone), "reader did not return");
+	ck_assert_int_eq(weft_join(w, NULL), 0);
+	ck_assert_int_eq(weft_join(r, NULL), 0);
+	ck_assert_int_eq(atomic_load(&t.rrc), 0);        /* granted, not timed out */
+	ck_assert_int_eq(atomic_load(&t.drc_held), EBUSY);
+	ck_assert_int_eq(weft_rwlock_destroy(&t.rw), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* timeout */
 
@@ -426,6 +485,7 @@ static Suite *rwlock_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
+	tcase_add_test(tc, test_destroy_after_grant_timed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -9,10 +9,15 @@
  * timeout    sembench -T: 1 ns .. 50 us timed waits racing posts lose no
  *            unit and no wakeup; timedwait expiry and success
  * wakeq      a granted waiter stays blocked until the flush; batched wakes
- *            of many waiters across workers; flush counters
+ *            of many waiters across workers; flush counters; a timed-out
+ *            waiter granted by a post_wq does not touch the semaphore
+ *            destroyed before the flush (regression: use after free)
  * os_thread  OS threads wait for weft posts and the reverse
  */
 #include "tests/sync_common.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 START_TEST(test_basic)
 {
@@ -418,6 +423,71 @@ START_TEST(test_wakeq_batch)
 }
 END_TEST
 
+/* Use after free regression: a timed waiter whose deadline has fired but
+ * who has not run yet is granted a unit by a post_wq; the poster destroys
+ * the semaphore (0: nobody waits on it any more) and frees it before its
+ * flush. The waiter must then wait for the flush without touching s. The
+ * semaphore sits alone at the start of an mmap'd page that is made
+ * PROT_NONE after the destroy, so a touch kills the test with SIGSEGV. One
+ * worker makes the order deterministic. */
+struct gdf {
+	weft_sem_t *s;                /* in its own page */
+	_Atomic int wrc, wdone, drc;
+};
+
+static void *gdf_waiter(void *arg)
+{
+	struct gdf *g = arg;
+
+	atomic_store(&g->wrc, weft_sem_timedwait(g->s, weft_now_ns() + 1000000));
+	atomic_store(&g->wdone, 1);
+	return NULL;
+}
+
+static void *gdf_poster(void *arg)
+{
+	struct gdf *g = arg;
+	weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+
+	/* busy past the waiter's deadline without switching: its timer has
+	 * fired, it has not run */
+	sc_spin_ns(5000000);
+	WT_CHECK(weft_sem_post_wq(g->s, 1, &wq) == 0);   /* grants it */
+	atomic_store(&g->drc, weft_sem_destroy(g->s));
+	WT_CHECK(mprotect(g->s, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE) == 0);
+	/* let the waiter run before the flush: its park returns ETIMEDOUT,
+	 * but it was granted, so it must wait for WOKEN without touching s */
+	sc_sleep_ms(5);
+	WT_CHECK(weft_wakeq_flush(&wq) == 0);
+	return NULL;
+}
+
+START_TEST(test_destroy_after_grant_timed)
+{
+	struct gdf g = { .wrc = -1, .drc = -1 };
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	void *page = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	weft_thread_t w, p;
+
+	ck_assert(page != MAP_FAILED);
+	g.s = page;
+	ck_assert_int_eq(weft_sem_init(g.s, 0), 0);
+	wt_init_workers(1);
+	ck_assert_int_eq(weft_spawn(&w, gdf_waiter, &g, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&p, gdf_poster, &g, NULL), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&g.wdone); i++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&g.wdone), "waiter did not return");
+	ck_assert_int_eq(weft_join(w, NULL), 0);
+	ck_assert_int_eq(weft_join(p, NULL), 0);
+	ck_assert_int_eq(atomic_load(&g.drc), 0);
+	ck_assert_int_eq(atomic_load(&g.wrc), 0);      /* the grant won */
+	wt_assert_no_failure();
+	wt_shutdown();
+	ck_assert_int_eq(munmap(page, pg), 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* os_thread: ping-pong across the weft / OS boundary */
 
@@ -499,6 +569,7 @@ static Suite *sem_suite(void)
 	tcase_set_timeout(tc, 20);
 	tcase_add_loop_test(tc, test_wakeq_deferred, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_wakeq_batch, 0, wt_nconfigs);
+	tcase_add_test(tc, test_destroy_after_grant_timed);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("os_thread");

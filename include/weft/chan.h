@@ -52,7 +52,12 @@ typedef struct weft_chan weft_chan_t;
 WEFT_API int weft_chan_create(weft_chan_t **ch, size_t elem_size, size_t capacity);
 
 /* Free a channel. Buffered elements are dropped. Returns 0, EINVAL (ch NULL), or
- * EBUSY (a thread is blocked on it; nothing is freed). */
+ * EBUSY (a thread is blocked on it: a send, receive or select that has not
+ * completed; nothing is freed). A select that has already completed on
+ * another channel, or timed out, may still have to unlink itself from ch for
+ * a moment: destroy then waits for it (it needs only ch's internal lock) and
+ * returns 0. So "send on A, which completes a select on {A, B}; close B;
+ * destroy B" is safe. May park: briefly, only in that case. */
 WEFT_API int weft_chan_destroy(weft_chan_t *ch);
 
 /* Send the element at elem, blocking while the channel is full (or, for a

@@ -119,10 +119,24 @@ WEFT_API int weft_cond_broadcast(weft_cond_t *c);
 
 /* Like weft_cond_signal, but the wakee (if one must be woken) goes into wq
  * and is woken by weft_wakeq_flush(wq). Returns 0 or EINVAL (c or wq NULL).
- * Context: any. May park: no. */
+ * Context: any. May park: no.
+ * Flush wq before the caller blocks in any way, INCLUDING locking the
+ * cond's mutex again: a wakee put into wq is already the mutex's one woken
+ * waiter. Until it runs, other unlocks of the mutex wake nobody else, and
+ * once it has waited 1 ms an unlock hands it the mutex outright; it cannot
+ * run before the flush, so a caller that locks the mutex before flushing
+ * can wait for a thread that waits for the caller's flush: deadlock.
+ * Unlocking the mutex, other *_wq calls and the flush itself are fine;
+ * anything that may block is not. */
 WEFT_API int weft_cond_signal_wq(weft_cond_t *c, weft_wakeq_t *wq);
 
-/* Returns 0, EINVAL (c NULL), EBUSY (threads are waiting). Context: any. */
+/* Destroy c; afterwards its memory may be freed. Safe right after a
+ * broadcast (the POSIX "lock m; broadcast; destroy; free" idiom), even when
+ * a timed waiter's deadline fired meanwhile: if such a waiter still has to
+ * leave c, destroy waits for that (it needs only c's internal lock, never
+ * the mutex). Returns 0, EINVAL (c NULL), EBUSY (a thread waits on c that
+ * no signal or broadcast has taken, or another destroy of c is waiting).
+ * Context: any. May park: briefly, only in the timed-waiter case above. */
 WEFT_API int weft_cond_destroy(weft_cond_t *c);
 
 /* ---------------------------------------------------------------------- */
@@ -171,7 +185,11 @@ WEFT_API int weft_sem_post_wq(weft_sem_t *s, unsigned n, weft_wakeq_t *wq);
  * EINVAL (s or v NULL). Context: any. */
 WEFT_API int weft_sem_getvalue(weft_sem_t *s, int *v);
 
-/* Returns 0, EINVAL (s NULL), EBUSY (threads are waiting). Context: any. */
+/* Destroy s; after 0 its memory may be freed, even while a waiter granted
+ * by a post (or a post_wq not yet flushed) is still on its way out: such a
+ * waiter no longer touches s. Returns 0, EINVAL (s NULL), EBUSY (threads
+ * are waiting, including a timed-out waiter that has not returned yet).
+ * Context: any. May park: no. */
 WEFT_API int weft_sem_destroy(weft_sem_t *s);
 
 /* ---------------------------------------------------------------------- */
