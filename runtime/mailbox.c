@@ -53,15 +53,30 @@
 bool wft_mailbox_push_chain(struct wft_mpsc *mb, struct weft_thread *first,
 			    struct weft_thread *last)
 {
-	/* relaxed: only a guess for the CAS below, which validates it */
-	struct weft_thread *old = atomic_load_explicit(&mb->head, memory_order_relaxed);
+	struct weft_thread *old, *prev = NULL, *t = first;
 
+	/* The chain comes oldest first (FIFO, as wft_runq_push_locked_remote
+	 * takes it too); the mailbox is a stack whose head is the newest, and
+	 * take_all reverses it. So reverse the chain here, before the CAS
+	 * loop, our own threads still: last becomes the top, first the
+	 * bottom. (Pushing it unreversed drained a batch newest-first: x,c,b,a
+	 * for a single push x followed by the chain a->b->c; found by review.) */
+	while (t != last) {
+		struct weft_thread *n = t->link;
+
+		t->link = prev;
+		prev = t;
+		t = n;
+	}
+	last->link = prev;
+	/* relaxed: only a guess for the CAS below, which validates it */
+	old = atomic_load_explicit(&mb->head, memory_order_relaxed);
 	do {
-		last->link = old;
+		first->link = old;
 		/* seq_cst (a release CAS is enough to publish the chain; seq_cst
 		 * also orders it before the waker's seq_cst load of w->sleep:
 		 * the StoreLoad of the kick protocol, runtime/idle.c) */
-	} while (!atomic_compare_exchange_weak_explicit(&mb->head, &old, first,
+	} while (!atomic_compare_exchange_weak_explicit(&mb->head, &old, last,
 			memory_order_seq_cst, memory_order_relaxed));
 	return old == NULL;
 }

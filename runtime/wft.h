@@ -283,7 +283,8 @@ struct wft_mpsc {
 	struct weft_thread *_Atomic head;
 };
 
-/* Push the pre-linked chain first..last (last->link is overwritten). Returns
+/* Push the pre-linked chain first..last, oldest first (FIFO: they drain in
+ * that order after what was pushed before; links are rewritten). Returns
  * true if the mailbox was empty before. Context: any. */
 bool wft_mailbox_push_chain(struct wft_mpsc *mb, struct weft_thread *first,
 			    struct weft_thread *last);

@@ -539,6 +539,60 @@ START_TEST(test_os_thread)
 }
 END_TEST
 
+/* A batch of wakees for one remote worker runs there in queue (FIFO)
+ * order: the chain spliced into the mailbox keeps its order. (It came out
+ * newest first: the chain was pushed unreversed onto the mailbox stack.) */
+enum { ORD_N = 8 };
+static weft_sem_t ord_sem;
+static _Atomic int ord_queued, ord_pos;
+static int ord_seen[ORD_N];
+
+static void *ord_waiter(void *arg)
+{
+	atomic_fetch_add(&ord_queued, 1);
+	WT_CHECK(weft_sem_wait(&ord_sem) == 0);
+	/* all run on worker 1, one at a time */
+	ord_seen[atomic_fetch_add(&ord_pos, 1)] = (int)(intptr_t)arg;
+	return NULL;
+}
+
+static void *ord_poster(void *arg)
+{
+	(void)arg;
+	WT_CHECK(weft_sem_post_n(&ord_sem, ORD_N) == 0);
+	return NULL;
+}
+
+START_TEST(test_wakeq_remote_fifo)
+{
+	weft_thread_t t[ORD_N], p;
+	weft_attr_t a;
+
+	wt_init_workers(2);
+	ck_assert_int_eq(weft_sem_init(&ord_sem, 0), 0);
+	atomic_store(&ord_queued, 0);
+	atomic_store(&ord_pos, 0);
+	weft_attr_init(&a);
+	a.worker = 1;
+	for (int i = 0; i < ORD_N; i++) {
+		ck_assert_int_eq(weft_spawn(&t[i], ord_waiter, (void *)(intptr_t)i, &a), 0);
+		while (atomic_load(&ord_queued) < i + 1)
+			usleep(100);
+		usleep(2000);   /* it is queued on the semaphore before the next */
+	}
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&p, ord_poster, NULL, &a), 0);
+	ck_assert_int_eq(weft_join(p, NULL), 0);
+	for (int i = 0; i < ORD_N; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_assert_no_failure();
+	for (int i = 0; i < ORD_N; i++)
+		ck_assert_int_eq(ord_seen[i], i);
+	ck_assert_int_eq(weft_sem_destroy(&ord_sem), 0);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sem_suite(void)
 {
 	Suite *s = suite_create("sem");
@@ -570,6 +624,7 @@ static Suite *sem_suite(void)
 	tcase_add_loop_test(tc, test_wakeq_deferred, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_wakeq_batch, 0, wt_nconfigs);
 	tcase_add_test(tc, test_destroy_after_grant_timed);
+	tcase_add_test(tc, test_wakeq_remote_fifo);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("os_thread");
