@@ -7,8 +7,8 @@
  * the implicit init of weft_spawn goes through weft_init too, so two
  * racing first spawns start one runtime (the loser sees EBUSY and proceeds).
  *
- * Shutdown waits for every light thread to finish (wft_rt.nthreads reaches
- * 0; the last exit stores quiesce = 1 and wakes the futex), stops and joins
+ * Shutdown waits for every light thread to finish (wft_live_threads()
+ * reaches 0; exits while it waits store quiesce = 1 and wake the futex), stops and joins
  * the workers, then frees the workers and the TCB slabs, so that a fresh
  * weft_init() starts from nothing (the CK_FORK=no test run proves it).
  */
@@ -175,7 +175,8 @@ int weft_init(const weft_config_t *cfg)
 	atomic_store_explicit(&wft_rt.nidle, 0, memory_order_relaxed);
 	for (int i = 0; i < WEFT_WORKERS_MAX / 64; i++)
 		atomic_store_explicit(&wft_rt.idle_mask[i], 0, memory_order_relaxed);
-	atomic_store_explicit(&wft_rt.nthreads, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.os_born, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.stopping, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
 
@@ -195,6 +196,40 @@ int weft_init(const weft_config_t *cfg)
 	return 0;
 }
 
+long wft_live_threads(void)
+{
+	long born, dead = 0;
+
+	/* acquire loads, deaths first: see wft_count_birth() in wft.h */
+	for (int i = 0; i < wft_rt.nworkers; i++)
+		dead += atomic_load_explicit(&wft_rt.workers[i]->ndead, memory_order_acquire);
+	born = atomic_load_explicit(&wft_rt.os_born, memory_order_acquire);
+	for (int i = 0; i < wft_rt.nworkers; i++)
+		born += atomic_load_explicit(&wft_rt.workers[i]->nborn, memory_order_acquire);
+	return born - dead;
+}
+
+/*
+ * An exit finished on w (its TCB may be reused now). If shutdown is
+ * waiting, wake it to recount. The StoreLoad between our ndead store and
+ * the quiescing load is not fenced (that would cost every exit a locked
+ * instruction): shutdown may miss this exit and we may miss its flag; it
+ * then recounts after its futex timeout (1 ms), so the race costs at most
+ * 1 ms of shutdown latency and nothing is lost.
+ */
+void wft_count_death(struct wft_worker *w)
+{
+	/* release: the thread's effects happen before shutdown counts it */
+	atomic_store_explicit(&w->ndead, atomic_load_explicit(&w->ndead, memory_order_relaxed) + 1,
+			      memory_order_release);
+	/* relaxed: a hint; see above */
+	if (wft_unlikely(atomic_load_explicit(&wft_rt.quiescing, memory_order_relaxed))) {
+		/* release: pairs with the futex re-check in weft_shutdown */
+		atomic_store_explicit(&wft_rt.quiesce, 1, memory_order_release);
+		wft_futex_wake(&wft_rt.quiesce, 1);
+	}
+}
+
 int weft_shutdown(void)
 {
 	if (wft_thread_self() || wft_worker_self())
@@ -204,16 +239,19 @@ int weft_shutdown(void)
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return EINVAL;
 	}
-	/* Wait for every light thread. The last exit stores quiesce = 1 and
-	 * wakes us; we re-check nthreads around the futex, so a wake that comes
-	 * before we sleep is not lost (the futex compares quiesce == 0). */
+	/* Wait for every light thread. Exits while we wait store quiesce = 1
+	 * and wake us; we recount around the futex (it compares quiesce == 0,
+	 * so a wake before we sleep is not lost), and the 1 ms timeout covers
+	 * an exit that missed the quiescing flag (see wft_count_death). */
+	/* relaxed: a hint for the exits; the timeout bounds a missed one */
+	atomic_store_explicit(&wft_rt.quiescing, 1, memory_order_relaxed);
 	for (;;) {
 		atomic_store_explicit(&wft_rt.quiesce, 0, memory_order_seq_cst);
-		/* seq_cst: StoreLoad against the exit's decrement + store */
-		if (atomic_load_explicit(&wft_rt.nthreads, memory_order_seq_cst) == 0)
+		if (wft_live_threads() == 0)
 			break;
-		wft_futex_wait(&wft_rt.quiesce, 0, wft_now() + 100000000ull);
+		wft_futex_wait(&wft_rt.quiesce, 0, wft_now() + 1000000ull);
 	}
+	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
 	wft_worker_stop_all();
 	wft_worker_free_all_unsafe();

@@ -129,6 +129,7 @@ enum {
 	WFT_J_JOINING,   /* a joiner registered; the exiting thread must wake it */
 	WFT_J_EXITED,    /* finished, result in t->ret, waiting to be joined */
 	WFT_J_FREE,      /* TCB is in the free pool */
+	WFT_J_JOINING_T, /* a weft thread (t->jthread) parked in join; the exit wakes it */
 };
 
 struct wft_worker;
@@ -180,6 +181,11 @@ struct weft_thread {
 
 	_Atomic int jstate;               /* join state */
 	struct wft_waiter *joiner;        /* set before the CAS to JOINING (release) */
+	struct weft_thread *jthread;      /* set before the CAS to JOINING_T (release) */
+	/* Park commit: run by the worker once this thread is off its stack
+	 * (wft_worker_finish_switch), to publish that it parked (join). */
+	void (*park_commit)(struct weft_thread *self, void *arg);
+	void *park_arg;
 
 	void **specific;                  /* key values, lazily allocated */
 	unsigned nspecific;
@@ -343,6 +349,12 @@ struct wft_worker {
 	unsigned io_tick;                 /* picks, for the cheap I/O check */
 	uint64_t rng;                     /* victim selection */
 	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
+	/* Light-thread births (spawns by threads of this worker) and deaths
+	 * (exits finished here). Written only by the owner, with a plain
+	 * load + release store (no locked RMW, no shared line: a global
+	 * counter bumped twice per thread was a cache line bouncing between
+	 * workers in fib); summed by shutdown (wft_live_threads). */
+	_Atomic long nborn, ndead;
 	atomic_flag rqlock;               /* NO_MAILBOX baseline only */
 
 	struct wft_runq rq;
@@ -381,10 +393,11 @@ struct wft_runtime {
 	_Atomic int nspinning;            /* workers spinning for work */
 	_Atomic int nidle;                /* workers that announced idle (parked or parking) */
 	_Atomic uint64_t idle_mask[WEFT_WORKERS_MAX / 64]; /* bit i: worker i parked */
-	_Atomic long nthreads;            /* live light threads (spawned, not freed) */
+	_Atomic long os_born;             /* spawns from plain OS threads */
+	_Atomic int quiescing;            /* shutdown is waiting for the last exit */
 	_Atomic int stopping;             /* workers exit their loop */
 	pthread_mutex_t init_lock;        /* weft_init / weft_shutdown only */
-	_Atomic uint32_t quiesce;         /* futex: nthreads reached 0 (shutdown waits) */
+	_Atomic uint32_t quiesce;         /* futex: an exit while quiescing (shutdown waits) */
 	_Atomic uint32_t nready;          /* futex: workers done with their setup (init waits) */
 	int cpus[WEFT_WORKERS_MAX];       /* CPU of worker i when pinning */
 };
@@ -417,6 +430,34 @@ static inline struct wft_worker *wft_worker_self(void)
 
 /* Switch the calling thread away. how: */
 enum { WFT_SCHED_YIELD, WFT_SCHED_PARK, WFT_SCHED_EXIT };
+
+/*
+ * Live light threads (shutdown waits for 0): per-worker monotonic birth and
+ * death counters, each written only by its owner (a plain load and a
+ * release store), plus an atomic count of spawns from OS threads.
+ * wft_live_threads() reads every ndead first (acquire), then every nborn
+ * and os_born (acquire). Why a 0 result is exact: a death we counted
+ * happened after its thread's birth (the thread ran in between), and our
+ * acquire of that ndead makes the birth visible to the later nborn reads;
+ * a thread born after our nborn reads was spawned by a thread we did not
+ * see dead (its death would come after the spawn), which keeps the
+ * difference positive. Spawning concurrently with weft_shutdown() from
+ * an OS thread is the caller's error (as with any use after shutdown).
+ * The last exit's wake: see wft_count_death().
+ */
+static inline void wft_count_birth(struct wft_worker *w)
+{
+	if (w)
+		/* release: pairs with the acquire in wft_live_threads */
+		atomic_store_explicit(&w->nborn,
+				      atomic_load_explicit(&w->nborn, memory_order_relaxed) + 1,
+				      memory_order_release);
+	else
+		/* release: as above; an RMW, any OS thread may spawn */
+		atomic_fetch_add_explicit(&wft_rt.os_born, 1, memory_order_release);
+}
+void wft_count_death(struct wft_worker *w);
+long wft_live_threads(void);
 void wft_worker_schedule(struct wft_worker *w, int how);
 
 /* Make t runnable on w from w itself (local wake or spawn). */

@@ -173,13 +173,17 @@ void wft_worker_finish_switch(struct wft_worker *w)
 			/* release: pairs with the joiner's acquire spin */
 			atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 		}
-		/* release: the thread's effects happen before shutdown sees 0 */
-		if (atomic_fetch_sub_explicit(&wft_rt.nthreads, 1, memory_order_acq_rel) == 1) {
-			/* release: pairs with the acquire load in weft_shutdown */
-			atomic_store_explicit(&wft_rt.quiesce, 1, memory_order_release);
-			wft_futex_wake(&wft_rt.quiesce, 1);
-		}
+		wft_count_death(w);
 		return;
+	}
+	if (prev->park_commit) {
+		/* The thread parked with a commit (weft_join): now that its
+		 * context is saved, publish it; the commit may wake it at once
+		 * (it then waits in our queue until on_cpu is cleared below). */
+		void (*fn)(struct weft_thread *, void *) = prev->park_commit;
+
+		prev->park_commit = NULL;
+		fn(prev, prev->park_arg);
 	}
 	/* release: publishes prev's saved context; pairs with the acquire spin
 	 * in switch_to (I2) */
