@@ -355,6 +355,8 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	return 0;
 }
 
+static void join_wake(struct weft_thread *j, int flags);
+
 /* Finish the calling thread: destructors, join hand-off, switch away. */
 static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *ret)
 {
@@ -372,16 +374,15 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 					memory_order_acq_rel, memory_order_acquire))
 				break;
 		} else if (js == WFT_J_JOINING_T) {
-			/* A weft thread parked in join (only we leave JOINING_T).
-			 * Read it before EXITED lets it go. seq_cst: the store half
-			 * of the re-wait pattern (join_rewait_commit); release also
-			 * publishes t->ret. The joiner cannot return before our
-			 * wake: its reap waits for us to be off this CPU. */
+			/* A weft thread parked in join; only we leave JOINING_T.
+			 * Read it before EXITED_T lets it go (it cannot return
+			 * before we are off this CPU: it waits for that). release:
+			 * publishes t->ret. */
 			struct weft_thread *j = t->jthread;
 
-			atomic_exchange_explicit(&t->jstate, WFT_J_EXITED, memory_order_seq_cst);
+			atomic_store_explicit(&t->jstate, WFT_J_EXITED_T, memory_order_release);
 			/* sync: we are about to switch away for good */
-			wft_wake(j, WFT_WAKE_NORMAL | WFT_WAKE_F_SYNC);
+			join_wake(j, WFT_WAKE_F_SYNC);
 			break;
 		} else if (js == WFT_J_JOINING) {
 			/* Only the exiting thread leaves JOINING. release: publishes
@@ -442,47 +443,40 @@ static int reap(struct weft_thread *t, void **ret)
 
 /*
  * Join from a weft thread: park first, publish after (the "park commit",
- * Go's gopark with an unlock function). The joiner marks itself PARKED and
- * switches away; once its context is saved, its worker runs
- * join_commit(), which CASes jstate JOINABLE -> JOINING_T. If that wins,
- * the exiting thread will find JOINING_T and wake the joiner (the joiner
- * is surely off its CPU by then, so no token is needed); if it loses
- * (the child exited meanwhile), the commit wakes the joiner itself.
- * Either way exactly one wake, and the whole join costs the commit CAS,
- * the exit's exchange, the wake CAS and the reap CAS - not the waiter's
- * token dance (three more locked instructions per join, which dominated
- * spawn+join and fib: ~9 locked RMWs per thread before).
- *
- * A spurious wake while joining (a weft_unpark() aimed at the joiner for
- * another reason) resumes it with jstate still JOINING_T; it parks again
- * with join_rewait_commit, which re-reads jstate after the switch. Race
- * with the exit: joiner: store PARKED (seq_cst), switch, load jstate
- * (seq_cst); exit: exchange jstate = EXITED (seq_cst), CAS state PARKED ->
- * RUNNABLE (seq_cst). In the single total order either the exit's CAS
- * comes after our PARKED store (it sees PARKED and wakes us) or its
- * exchange comes before our load (we see EXITED and wake ourselves); if
- * both, the state CAS picks one.
+ * Go's gopark with an unlock function). The joiner sets its state to
+ * PARKED_JOIN and switches away; once its context is saved, its worker runs
+ * join_commit(), which CASes jstate JOINABLE -> JOINING_T (release: t->jthread
+ * and our state). If that wins, the exiting thread finds JOINING_T, stores
+ * EXITED_T and delivers the joiner; if it loses (the child exited in the
+ * meantime, or another joiner or a detach came first), the commit delivers
+ * the joiner itself. Exactly one of the two wakes it, and no one else can:
+ * PARKED_JOIN is not PARKED, so weft_unpark() and every other waker's
+ * PARKED -> RUNNABLE CAS fails on it (their token stays set for the
+ * joiner's next ordinary park: a spurious return there, which the API
+ * allows). So the wake is a plain state store and a queue push, and the
+ * reap needs no CAS either (EXITED_T keeps detach and other joiners out).
+ * The whole join costs one locked instruction (the commit CAS), where the
+ * generic waiter path (token exchanges, PARKED CAS, reap CAS) cost about
+ * nine per spawn+join and dominated spawn_join and fib.
  */
+static void join_wake(struct weft_thread *j, int flags)
+{
+	j->wake_reason = WFT_WAKE_NORMAL;
+	/* relaxed: we are its only waker; the queue push publishes */
+	atomic_store_explicit(&j->state, WFT_T_RUNNABLE, memory_order_relaxed);
+	wft_wake_deliver(j, flags);
+}
+
 static void join_commit(struct weft_thread *j, void *arg)
 {
 	struct weft_thread *t = arg;
 	int js = WFT_J_JOINABLE;
 
-	/* release: publishes t->jthread (and j's PARKED state) to the exit's
-	 * acquire load; acquire on failure: we may read EXITED and wake j */
-	if (atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_JOINING_T,
-			memory_order_acq_rel, memory_order_acquire))
-		return;
-	wft_wake(j, WFT_WAKE_NORMAL);   /* exited meanwhile, or not joinable */
-}
-
-static void join_rewait_commit(struct weft_thread *j, void *arg)
-{
-	struct weft_thread *t = arg;
-
-	/* seq_cst: the load half of the re-wait pattern above */
-	if (atomic_load_explicit(&t->jstate, memory_order_seq_cst) != WFT_J_JOINING_T)
-		wft_wake(j, WFT_WAKE_NORMAL);
+	/* release: publishes t->jthread and j's PARKED_JOIN to the exit's
+	 * acquire load; the failure order needs nothing (we only wake j) */
+	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_JOINING_T,
+			memory_order_release, memory_order_relaxed))
+		join_wake(j, 0);
 }
 
 static int join_parked(struct wft_worker *w, struct weft_thread *self, struct weft_thread *t,
@@ -493,25 +487,22 @@ static int join_parked(struct wft_worker *w, struct weft_thread *self, struct we
 	t->jthread = self;
 	self->park_commit = join_commit;
 	self->park_arg = t;
-	/* relaxed: published by the commit's release CAS; nobody can wake us
-	 * through the join before that (other unparkers: see above) */
-	atomic_store_explicit(&self->state, WFT_T_PARKED, memory_order_relaxed);
-	for (;;) {
-		wft_stat_inc(w, thread_parks);
-		wft_worker_schedule(w, WFT_SCHED_PARK);
-		w = wft_worker_self();   /* resumed, maybe elsewhere */
-		/* acquire: pairs with the exit's exchange (t->ret) */
-		js = atomic_load_explicit(&t->jstate, memory_order_acquire);
-		if (js == WFT_J_EXITED)
-			return reap(t, ret);
-		if (js != WFT_J_JOINING_T)
-			return EINVAL;   /* the commit lost to another joiner or detach */
-		/* spurious wake: wait again */
-		self->park_commit = join_rewait_commit;
-		self->park_arg = t;
-		/* seq_cst: the store half of the re-wait pattern */
-		atomic_store_explicit(&self->state, WFT_T_PARKED, memory_order_seq_cst);
-	}
+	/* relaxed: published by the commit's release CAS */
+	atomic_store_explicit(&self->state, WFT_T_PARKED_JOIN, memory_order_relaxed);
+	wft_stat_inc(w, thread_parks);
+	wft_worker_schedule(w, WFT_SCHED_PARK);
+	/* acquire: pairs with the exit's release store (t->ret) */
+	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
+	if (js != WFT_J_EXITED_T)
+		return js == WFT_J_EXITED ? reap(t, ret) : EINVAL;
+	/* ours alone (EXITED_T); wait until t is off its CPU (I3) */
+	wait_off_cpu(t);
+	if (ret)
+		*ret = t->ret;
+	/* relaxed: nobody else looks at a reserved thread's jstate */
+	atomic_store_explicit(&t->jstate, WFT_J_FREE, memory_order_relaxed);
+	wft_thread_free(t);
+	return 0;
 }
 
 int weft_join(weft_thread_t t, void **ret)

@@ -114,6 +114,7 @@ enum wft_tstate {
 	WFT_T_RUNNING,
 	WFT_T_PARKED,
 	WFT_T_DONE,
+	WFT_T_PARKED_JOIN, /* parked in weft_join: only its join wakes it (thread.c) */
 };
 
 /* Why a parked thread was made runnable (written by the CAS winner). */
@@ -130,6 +131,7 @@ enum {
 	WFT_J_EXITED,    /* finished, result in t->ret, waiting to be joined */
 	WFT_J_FREE,      /* TCB is in the free pool */
 	WFT_J_JOINING_T, /* a weft thread (t->jthread) parked in join; the exit wakes it */
+	WFT_J_EXITED_T,  /* exited while JOINING_T: reserved for that joiner */
 };
 
 struct wft_worker;

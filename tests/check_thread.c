@@ -422,6 +422,95 @@ START_TEST(fault_injection)
 }
 END_TEST
 
+/* A thread parked in weft_join is woken by its child's exit only:
+ * unparks aimed at it leave it parked (their token stays for its next
+ * ordinary park), and the join returns the child's value after it exited. */
+static _Atomic int jc_release, jc_done;
+
+static void *jc_child(void *arg)
+{
+	while (!atomic_load(&jc_release))
+		weft_sleep_ns(100000);
+	atomic_store(&jc_done, 1);
+	return arg;
+}
+
+static void *jc_joiner(void *arg)
+{
+	weft_thread_t c;
+	void *r = NULL;
+
+	(void)arg;
+	WT_CHECK(weft_spawn(&c, jc_child, (void *)0x5a5a, NULL) == 0);
+	WT_CHECK(weft_join(c, &r) == 0);
+	WT_CHECK(atomic_load(&jc_done) == 1);
+	WT_CHECK(r == (void *)0x5a5a);
+	/* the stray unparks' token: one ordinary park returns at once */
+	WT_CHECK(weft_park_until(weft_now_ns() + 2000000000ull) == 0);
+	return NULL;
+}
+
+START_TEST(join_ignores_unpark)
+{
+	weft_thread_t j;
+
+	wt_init(_i);
+	atomic_store(&jc_release, 0);
+	atomic_store(&jc_done, 0);
+	ck_assert_int_eq(weft_spawn(&j, jc_joiner, NULL, NULL), 0);
+	for (int i = 0; i < 200; i++) {
+		ck_assert_int_eq(weft_unpark(j), 0);
+		usleep(100);
+	}
+	atomic_store(&jc_release, 1);
+	ck_assert_int_eq(weft_join(j, NULL), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* A second joiner or a detach of a thread being joined gets EINVAL; the
+ * first joiner still gets the value. */
+static weft_thread_t jd_child_t;
+
+static void *jd_second(void *arg)
+{
+	(void)arg;
+	weft_sleep_ns(2000000);   /* the first joiner is parked by now */
+	WT_CHECK(weft_join(jd_child_t, NULL) == EINVAL);
+	WT_CHECK(weft_detach(jd_child_t) == EINVAL);
+	atomic_store(&jc_release, 1);
+	return NULL;
+}
+
+static void *jd_first(void *arg)
+{
+	void *r = NULL;
+
+	(void)arg;
+	WT_CHECK(weft_join(jd_child_t, &r) == 0);
+	return r;
+}
+
+START_TEST(join_twice)
+{
+	weft_thread_t s, f;
+	void *r = NULL;
+
+	wt_init(_i);
+	atomic_store(&jc_release, 0);
+	atomic_store(&jc_done, 0);
+	ck_assert_int_eq(weft_spawn(&jd_child_t, jc_child, (void *)7, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&f, jd_first, NULL, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&s, jd_second, NULL, NULL), 0);
+	ck_assert_int_eq(weft_join(f, &r), 0);
+	ck_assert_ptr_eq(r, (void *)7);
+	ck_assert_int_eq(weft_join(s, NULL), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* scale */
 
@@ -631,6 +720,8 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, yield_order);
 	tcase_add_loop_test(tc, attrs, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, park_unpark, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, join_ignores_unpark, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, join_twice, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scale");
