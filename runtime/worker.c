@@ -289,26 +289,35 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	wft_worker_finish_switch(w);
 }
 
-/* Surplus: work queued here beyond the one thread this worker will run
- * next. A single queued thread is not surplus: its spawner or waker
- * usually blocks soon (spawn then join, hand a token then wait) and runs
- * it here at once; publishing it and kicking a sleeper instead made every
- * spawn+join a futex syscall plus a cross-worker join (spawn_join_seq
- * 142 ns -> see the closing note), and fib(30) a storm of kicks. With two
- * or more queued, the idle worker is worth waking. Pinned threads can
- * never move, so they are not surplus either. */
+/* Surplus: work queued here beyond what this worker will run next.
+ * A freshly spawned child alone is not surplus: its spawner usually joins
+ * it soon (spawn then join) and runs it here at once; publishing it and
+ * kicking a sleeper instead made every spawn+join a futex syscall plus a
+ * cross-worker join (spawn_join_seq 142 ns before), and fib(30) a storm of
+ * kicks. So a spawn counts as surplus from two queued threads on, and a
+ * scheduling point (pick, mailbox drain, a thief's request) likewise
+ * (the pick itself takes one). A thread woken onto the runqueue of a
+ * waker that keeps running is surplus at once (min 1): nothing here will
+ * run it until the waker blocks, and a waker that never blocks (a mutex
+ * unlocker in a loop) would strand it while another worker sleeps.
+ * Pinned threads can never move, so they are not surplus either. */
+static inline bool have_surplus_n(struct wft_worker *w, uint32_t min)
+{
+	return wft_runq_size(w) + (w->next != NULL) >= min;
+}
+
 static inline bool have_surplus(struct wft_worker *w)
 {
-	return wft_runq_size(w) + (w->next != NULL) >= 2;
+	return have_surplus_n(w, 2);
 }
 
 /* If workers sleep and none is looking while w has surplus, get one
  * (relaxed hints; see "Surplus" in runtime/idle.c). */
-static inline void maybe_wake_idle(struct wft_worker *w, struct weft_thread *t)
+static inline void maybe_wake_idle(struct wft_worker *w, struct weft_thread *t, uint32_t min)
 {
 	if (t->pin < 0 &&
 	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
-	    have_surplus(w) &&
+	    have_surplus_n(w, min) &&
 	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
 		wft_idle_wake_one(w);
 }
@@ -327,7 +336,7 @@ static inline void maybe_wake_idle(struct wft_worker *w, struct weft_thread *t)
 void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 {
 	wft_runq_push_front_owner(w, t);
-	maybe_wake_idle(w, t);
+	maybe_wake_idle(w, t, 2);
 }
 
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
@@ -341,7 +350,7 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 		t = old;   /* I3: the displaced one goes to the tail */
 	}
 	wft_runq_push_owner(w, t);
-	maybe_wake_idle(w, t);
+	maybe_wake_idle(w, t, 1);
 }
 
 void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first,
@@ -367,6 +376,12 @@ void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first
 		atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.wakes_locked, n,
 					  memory_order_relaxed);
 	wft_runq_push_locked_remote(target, first, last, n);
+	/* Surplus (runtime/idle.c): the target cannot notice work inserted
+	 * behind its back as it does when it drains a mailbox, so if workers
+	 * sleep, ask it to publish at its next pick (which wakes one of them
+	 * when there is surplus). relaxed: a hint, like a thief's request. */
+	if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
+		atomic_store_explicit(&target->rq.split_req, 1, memory_order_relaxed);
 	/* seq_cst fence: StoreLoad between the insert and reading target->sleep
 	 * (the lock's release does not order a later load) */
 	atomic_thread_fence(memory_order_seq_cst);
