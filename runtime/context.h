@@ -51,6 +51,12 @@ typedef void (*wft_ctx_entry_t)(struct wft_ctx *prev, void *arg);
 #include "runtime/context_ucontext.h"
 #endif
 
+/* Switch for good from a context that is never resumed (a finished
+ * thread). Where the architecture has no cheaper form, a plain switch. */
+#ifndef WFT_CTX_HAVE_JUMP
+#define wft_ctx_jump(from, to) ((void)wft_ctx_switch((from), (to)), __builtin_unreachable())
+#endif
+
 /*
  * Prepare *c so that the first switch to it runs entry(prev, arg) on the
  * stack [stack, stack + size), with the floating-point control state env

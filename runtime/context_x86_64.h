@@ -80,4 +80,25 @@ wft_ctx_switch(struct wft_ctx *from, struct wft_ctx *to)
 	return rdi;
 }
 
+/*
+ * Leave the running context for good and resume *to: a switch that saves
+ * nothing (no registers, no stmxcsr, which alone costs ~5 ns on the AMD
+ * EPYC hosts here). For a finished thread, whose context is never resumed.
+ * The resume side finds rdi = from and rsi = to, as after wft_ctx_switch.
+ * Context: any. May park: no.
+ */
+#define WFT_CTX_HAVE_JUMP 1
+static inline __attribute__((always_inline, noreturn)) void
+wft_ctx_jump(struct wft_ctx *from, struct wft_ctx *to)
+{
+	register struct wft_ctx *rdi __asm__("rdi") = from;
+	register struct wft_ctx *rsi __asm__("rsi") = to;
+
+	__asm__ volatile(
+		"movq 0(%%rsi), %%rsp\n\t"
+		"jmpq *8(%%rsi)\n"
+		: : "r"(rdi), "r"(rsi) : "memory");
+	__builtin_unreachable();
+}
+
 #endif

@@ -246,6 +246,8 @@ static void switch_to(struct wft_worker *w, struct weft_thread *cur,
 
 		wft_san_switch_begin(fake, next->san_fiber, (char *)next->stack + g,
 				     next->stack_size);
+		if (cur && !fake)
+			wft_ctx_jump(from_ctx, &next->ctx);   /* cur finished */
 		wft_ctx_switch(from_ctx, &next->ctx);
 	}
 	/* Resumed: maybe on another worker (migration), so re-read w. */
@@ -280,6 +282,8 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	w->prev = cur;
 	wft_san_switch_begin(how == WFT_SCHED_EXIT ? NULL : &cur->san_fake_stack,
 			     w->san_fiber, w->san_stack_bottom, w->san_stack_size);
+	if (how == WFT_SCHED_EXIT)
+		wft_ctx_jump(&cur->ctx, &w->sched_ctx);
 	wft_ctx_switch(&cur->ctx, &w->sched_ctx);
 	w = wft_worker_self();
 	if (w->current)

@@ -18,14 +18,16 @@ static void *spin_work(void *arg)
 	return NULL;
 }
 
-/* Threads spawned on worker 0 end up running on other workers. */
+/* Threads spawned on worker 0 end up running on other workers. Each
+ * computes ~0.5 ms, so the other worker has tens of ms to steal even when
+ * the host deschedules it for a while (a 6 ms total flaked under load). */
 static void *spawner(void *arg)
 {
 	weft_thread_t t[64];
 
 	(void)arg;
 	for (int i = 0; i < 64; i++)
-		WT_CHECK(weft_spawn(&t[i], spin_work, (void *)(uintptr_t)200000, NULL) == 0);
+		WT_CHECK(weft_spawn(&t[i], spin_work, (void *)(uintptr_t)1000000, NULL) == 0);
 	for (int i = 0; i < 64; i++)
 		WT_CHECK(weft_join(t[i], NULL) == 0);
 	return NULL;
