@@ -52,13 +52,20 @@ struct stack_entry {
 	unsigned vg;
 };
 
-static size_t page_size;
+/* Set on first use by any thread (spawns from OS threads race here). */
+static _Atomic size_t page_size;
 
 size_t wft_page_size(void)
 {
-	if (!page_size)
-		page_size = (size_t)sysconf(_SC_PAGESIZE);
-	return page_size;
+	/* relaxed: every racing writer stores the same value, and nothing
+	 * else is published with it */
+	size_t p = atomic_load_explicit(&page_size, memory_order_relaxed);
+
+	if (wft_unlikely(!p)) {
+		p = (size_t)sysconf(_SC_PAGESIZE);
+		atomic_store_explicit(&page_size, p, memory_order_relaxed);
+	}
+	return p;
 }
 
 static size_t map_size(size_t size, int guard)

@@ -165,6 +165,10 @@ void wft_worker_finish_switch(struct wft_worker *w)
 	/* relaxed: set by the thread itself before it switched away */
 	if (atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE) {
 		wft_stack_release(w, prev);
+		/* TSan: the fiber dies with the run (see runtime/sanitizer.h);
+		 * prepare() gives the TCB's next thread a new one */
+		wft_san_fiber_destroy(prev->san_fiber);
+		prev->san_fiber = NULL;
 		if (prev->free_on_exit) {
 			/* detached: nobody else holds it (thread.c I2) */
 			atomic_store_explicit(&prev->on_cpu, 0, memory_order_relaxed);

@@ -8,6 +8,19 @@
 #include <fenv.h>
 #include <math.h>
 
+/* Valgrind's SSE emulation computes in round-to-nearest whatever MXCSR says
+ * and does not keep MXCSR's FTZ/DAZ bits (documented Valgrind limitations),
+ * so fp_control is not registered and fp_inherit skips its FTZ part there. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define WT_ON_VALGRIND() RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef WT_ON_VALGRIND
+#define WT_ON_VALGRIND() 0
+#endif
+
 /* Values kept live across many switches: the compiler keeps some of them
  * in callee-saved registers (rbx, r12-r15 / x19-x28, d8-d15). */
 static void *regs_worker(void *arg)
@@ -135,7 +148,8 @@ START_TEST(fp_inherit)
 	ck_assert_int_eq(weft_join(t, &r), 0);
 	ck_assert_int_eq((int)(intptr_t)r, FE_DOWNWARD);
 #if defined(__x86_64__)
-	{
+	/* Valgrind does not model MXCSR's FTZ/DAZ bits (reads them as 0) */
+	if (!WT_ON_VALGRIND()) {
 		uint32_t m, fz;
 
 		__asm__ volatile("stmxcsr %0" : "=m"(m));
@@ -208,7 +222,8 @@ static Suite *context_suite(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, callee_saved, 0, wt_nconfigs);
-	tcase_add_loop_test(tc, fp_control, 0, wt_nconfigs);
+	if (!WT_ON_VALGRIND())
+		tcase_add_loop_test(tc, fp_control, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, fp_inherit, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, small_stack, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);

@@ -18,6 +18,7 @@ struct pair {
 	weft_thread_t th[2];
 	_Atomic long turn;           /* token count; side = turn & 1 */
 	_Atomic int stop;
+	_Atomic int go;         /* both th[] stored; set after the second spawn */
 	long handed[2];
 	uint64_t seed;
 };
@@ -38,6 +39,9 @@ static void *player(void *a_)
 	int me = a->side;
 	uint64_t rng = p->seed ^ (uint64_t)(me + 1);
 
+	/* p->th[1 - me] is read only after go (seq_cst) is seen */
+	while (!atomic_load(&p->go))
+		weft_park();
 	for (;;) {
 		long v;
 
@@ -77,9 +81,12 @@ START_TEST(cross_worker_wakes)
 
 		atomic_store(&p->turn, 0);
 		atomic_store(&p->stop, 0);
+		atomic_store(&p->go, 0);
 		p->handed[0] = p->handed[1] = 0;
 		p->seed = seed + (uint64_t)i * 7919;
-		/* all start parked-capable: create both before either runs far */
+		/* create both, then let them go: a player unparks its peer
+		 * through p->th, which weft_spawn writes (TSan reported the
+		 * race when side 0 ran before the second spawn returned) */
 		for (int side = 0; side < 2; side++) {
 			weft_attr_t a;
 
@@ -88,6 +95,9 @@ START_TEST(cross_worker_wakes)
 			args[i][side] = (struct arg){ p, side };
 			ck_assert_int_eq(weft_spawn(&p->th[side], player, &args[i][side], &a), 0);
 		}
+		atomic_store(&p->go, 1);
+		for (int side = 0; side < 2; side++)
+			ck_assert_int_eq(weft_unpark(p->th[side]), 0);
 	}
 	for (int i = 0; i < PAIRS; i++)
 		for (int side = 0; side < 2; side++)
