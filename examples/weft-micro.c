@@ -541,6 +541,23 @@ int main(int argc, char **argv)
 		bench_result(NULL, "timer_late_median", "weft", "sleep=1ms", late[100], "us");
 		bench_result(NULL, "timer_late_max", "weft", "sleep=1ms", late[199], "us");
 	}
+	if (want(benches, "timer") && do_pthread) {
+		/* the kernel baseline: clock_nanosleep(TIMER_ABSTIME) from a plain
+		 * thread, with the default timer slack an application gets */
+		double late[200];
+
+		for (int i = 0; i < 200; i++) {
+			uint64_t d = bench_now_ns() + 1000000;
+			struct timespec ts = { (time_t)(d / 1000000000ull), (long)(d % 1000000000ull) };
+
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+			late[i] = (double)(bench_now_ns() - d) / 1e3;
+		}
+		bench_median(late, 200);
+		bench_result(NULL, "timer_late_median", "pthread", "sleep=1ms", late[100], "us");
+		bench_result(NULL, "timer_late_max", "pthread", "sleep=1ms", late[199], "us");
+	}
 	if (want(benches, "idle") && do_weft) {
 		bench_rusage_t a, b, d;
 		uint64_t t0;
