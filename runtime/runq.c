@@ -109,6 +109,14 @@ void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t)
 	rq_unlock(w);
 }
 
+void wft_runq_push_chain_owner(struct wft_worker *w, struct weft_thread *first,
+			       struct weft_thread *last, uint32_t n)
+{
+	rq_lock(w);
+	priv_append(&w->rq, first, last, n);
+	rq_unlock(w);
+}
+
 void wft_runq_push_front_owner(struct wft_worker *w, struct weft_thread *t)
 {
 	struct wft_runq *q = &w->rq;

@@ -163,6 +163,13 @@ struct weft_thread {
 	struct wft_worker *_Atomic worker;/* last worker it ran on (mutex spinners read it) */
 	struct weft_thread *link;         /* runqueue / mailbox / free-list link; the
 	                                   * queue that holds t owns it */
+	/* Mailbox chain header, valid on the first thread of a pushed chain
+	 * while it sits in a mailbox (written by the pusher before its
+	 * publishing CAS): its last thread, length, and whether any of the
+	 * chain is unpinned. See "Take" in runtime/mailbox.c. */
+	struct weft_thread *mb_last;
+	uint32_t mb_n;
+	bool mb_stealable;
 
 	/* --- parking --- */
 	_Atomic int token;                /* unpark token, see "Park protocol" in thread.c */
@@ -267,6 +274,10 @@ struct wft_runq {
 
 void wft_runq_init_unsafe(struct wft_runq *q);
 void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t);
+/* Append the chain first..last (n threads, linked through t->link) at the
+ * tail in one step. Context: owner. */
+void wft_runq_push_chain_owner(struct wft_worker *w, struct weft_thread *first,
+			       struct weft_thread *last, uint32_t n);
 struct weft_thread *wft_runq_pop_owner(struct wft_worker *w);
 /* Push at the head of the private part (runs before older private work). */
 void wft_runq_push_front_owner(struct wft_worker *w, struct weft_thread *t);
@@ -296,8 +307,13 @@ struct wft_mpsc {
  * true if the mailbox was empty before. Context: any. */
 bool wft_mailbox_push_chain(struct wft_mpsc *mb, struct weft_thread *first,
 			    struct weft_thread *last);
-/* Take everything, in push (FIFO) order. Owner worker. */
-struct weft_thread *wft_mailbox_take_all(struct wft_mpsc *mb);
+/* Take everything, in push (FIFO) order, linked through t->link; *last
+ * and *n get the chain's last thread and length, *stealable whether any
+ * of them is unpinned (for a one-step splice;
+ * one pass over the list, which is cold on the taker's CPU). Returns NULL
+ * if empty. Context: the owner worker only. */
+struct weft_thread *wft_mailbox_take_all(struct wft_mpsc *mb, struct weft_thread **last,
+					 uint32_t *n, bool *stealable);
 static inline bool wft_mailbox_empty(struct wft_mpsc *mb)
 {
 	/* relaxed: a hint; the scheduler re-checks after the idle fence */

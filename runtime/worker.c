@@ -84,16 +84,17 @@ static inline bool have_surplus(struct wft_worker *w);
 
 static void drain_mailbox(struct wft_worker *w)
 {
-	struct weft_thread *t = wft_mailbox_take_all(&w->mailbox);
-	bool stealable = false;
+	struct weft_thread *last;
+	uint32_t n;
+	bool stealable;
+	/* One pass over the (cold) list, then a splice: pushing them one by
+	 * one walked the chain a second time (sembench: every wake is remote,
+	 * and MAILBOX on measured 0.78x of off, whose waker splices). */
+	struct weft_thread *first = wft_mailbox_take_all(&w->mailbox, &last, &n, &stealable);
 
-	while (t) {
-		struct weft_thread *n = t->link;
-
-		stealable |= t->pin < 0;
-		wft_runq_push_owner(w, t);
-		t = n;
-	}
+	if (!first)
+		return;
+	wft_runq_push_chain_owner(w, first, last, n);
 	/* relaxed: hints, as in maybe_wake_idle(); wake_one() decides by CAS */
 	if (stealable && have_surplus(w) &&   /* some left after this pick */
 	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&

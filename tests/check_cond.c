@@ -441,13 +441,17 @@ static void uaf_unmap(void *p)
 struct bdf {
 	weft_mutex_t m;
 	weft_cond_t *c;               /* in its own page */
-	_Atomic int wrc, wdone, drc;
+	_Atomic int wrc, wdone, drc, started;
 };
 
 static void *bdf_waiter(void *arg)
 {
 	struct bdf *b = arg;
 
+	/* start the 1 ms wait only once the broadcaster runs (not when the
+	 * spawning OS thread happens to be descheduled between the spawns) */
+	while (!atomic_load(&b->started))
+		weft_yield();
 	WT_CHECK(weft_mutex_lock(&b->m) == 0);
 	atomic_store(&b->wrc, weft_cond_timedwait(b->c, &b->m, weft_now_ns() + 1000000));
 	WT_CHECK(weft_mutex_unlock(&b->m) == 0);
@@ -459,6 +463,8 @@ static void *bdf_broadcaster(void *arg)
 {
 	struct bdf *b = arg;
 
+	atomic_store(&b->started, 1);
+	weft_yield();   /* the waiter (same worker) starts its wait */
 	/* one worker: busy past the waiter's deadline without switching, so
 	 * its timer has fired but it has not run when we broadcast */
 	sc_spin_ns(5000000);
