@@ -53,11 +53,15 @@
  * double the cost of a yield), so an idle worker's re-check may miss work
  * pushed concurrently into a private list. That is not a lost wakeup - the
  * thread is queued and its worker will run it - but lost parallelism. It is
- * bounded: every push and pick of the owner reads nidle (relaxed), and when
- * some worker is idle and none is spinning, wft_idle_wake_one() publishes
- * half of the private queue and kicks one idle worker. An idle worker that
- * finds only private work on a victim also sets the victim's split_req.
- * So the delay is at most until the owner's next scheduling point.
+ * bounded: the owner checks for surplus (runtime/worker.c, have_surplus_n)
+ * when it pushes a spawned or woken thread, drains its mailbox, or finds a
+ * thief's split_req at a pick (a NO_MAILBOX remote insert sets split_req
+ * when workers sleep); then, if some worker is idle and none is spinning,
+ * wft_idle_wake_one() publishes half of the private queue and kicks one
+ * idle worker. An idle worker that finds only private work on a victim
+ * also sets the victim's split_req. So the delay is at most until the
+ * owner's next scheduling point with surplus (a lone spawned child is not
+ * surplus: see worker.c).
  */
 #include "runtime/wft.h"
 

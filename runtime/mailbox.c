@@ -61,17 +61,15 @@
 #include "runtime/wft.h"
 
 bool wft_mailbox_push_chain(struct wft_mpsc *mb, struct weft_thread *first,
-			    struct weft_thread *last)
+			    struct weft_thread *last, uint32_t n)
 {
 	struct weft_thread *old;
-	uint32_t n = 1;
 	bool stealable = first->pin < 0;
 
-	/* the chain header (our threads still: we won their wake CAS) */
-	for (struct weft_thread *t = first; t != last; t = t->link) {
-		n++;
-		stealable |= t->link->pin < 0;
-	}
+	/* the chain header (our threads still: we won their wake CAS); the
+	 * walk stops at the first unpinned thread, usually the first one */
+	for (struct weft_thread *t = first; !stealable && t != last; t = t->link)
+		stealable = t->link->pin < 0;
 	first->mb_last = last;
 	first->mb_n = n;
 	first->mb_stealable = stealable;

@@ -439,6 +439,17 @@ int weft_exit(void *ret)
 }
 
 /* Claim an EXITED thread for freeing. Returns 0 or EINVAL. */
+/* The reaper's part once it owns t (jstate FREE): wait until t is off its
+ * CPU (I3), take its result, free it. */
+static int reap_owned(struct weft_thread *t, void **ret)
+{
+	wait_off_cpu(t);
+	if (ret)
+		*ret = t->ret;
+	wft_thread_free(t);
+	return 0;
+}
+
 static int reap(struct weft_thread *t, void **ret)
 {
 	int js = WFT_J_EXITED;
@@ -448,11 +459,7 @@ static int reap(struct weft_thread *t, void **ret)
 	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_FREE,
 			memory_order_acq_rel, memory_order_acquire))
 		return EINVAL;
-	wait_off_cpu(t);
-	if (ret)
-		*ret = t->ret;
-	wft_thread_free(t);
-	return 0;
+	return reap_owned(t, ret);
 }
 
 /*
@@ -509,14 +516,10 @@ static int join_parked(struct wft_worker *w, struct weft_thread *self, struct we
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
 	if (js != WFT_J_EXITED_T)
 		return js == WFT_J_EXITED ? reap(t, ret) : EINVAL;
-	/* ours alone (EXITED_T); wait until t is off its CPU (I3) */
-	wait_off_cpu(t);
-	if (ret)
-		*ret = t->ret;
-	/* relaxed: nobody else looks at a reserved thread's jstate */
+	/* ours alone (EXITED_T), no CAS needed. relaxed: nobody else looks
+	 * at a reserved thread's jstate */
 	atomic_store_explicit(&t->jstate, WFT_J_FREE, memory_order_relaxed);
-	wft_thread_free(t);
-	return 0;
+	return reap_owned(t, ret);
 }
 
 int weft_join(weft_thread_t t, void **ret)

@@ -303,10 +303,11 @@ struct wft_mpsc {
 };
 
 /* Push the pre-linked chain first..last, oldest first (FIFO: they drain in
- * that order after what was pushed before; links are rewritten). Returns
+ * that order after what was pushed before; n threads; last->link is
+ * rewritten). Returns
  * true if the mailbox was empty before. Context: any. */
 bool wft_mailbox_push_chain(struct wft_mpsc *mb, struct weft_thread *first,
-			    struct weft_thread *last);
+			    struct weft_thread *last, uint32_t n);
 /* Take everything, in push (FIFO) order, linked through t->link; *last
  * and *n get the chain's last thread and length, *stealable whether any
  * of them is unpinned (for a one-step splice;

@@ -74,14 +74,46 @@ struct wft_worker *wft_worker_self_slow(void)
  * is always checked). */
 #define IO_CHECK_EVERY 8
 
+/* Surplus: work queued here beyond what this worker will run next.
+ * A freshly spawned child alone is not surplus: its spawner usually joins
+ * it soon (spawn then join) and runs it here at once; publishing it and
+ * kicking a sleeper instead made every spawn+join a futex syscall plus a
+ * cross-worker join (spawn_join_seq 142 ns before), and fib(30) a storm of
+ * kicks. So a spawn counts as surplus from two queued threads on, and a
+ * scheduling point (pick, mailbox drain, a thief's request) likewise
+ * (the pick itself takes one). A thread woken onto the runqueue of a
+ * waker that keeps running is surplus at once (min 1): nothing here will
+ * run it until the waker blocks, and a waker that never blocks (a mutex
+ * unlocker in a loop) would strand it while another worker sleeps.
+ * Pinned threads can never move, so they are not surplus either. */
+static inline bool have_surplus_n(struct wft_worker *w, uint32_t min)
+{
+	return wft_runq_size(w) + (w->next != NULL) >= min;
+}
+
+static inline bool have_surplus(struct wft_worker *w)
+{
+	return have_surplus_n(w, 2);
+}
+
+/* If workers sleep and none is looking while w has (stealable) surplus of
+ * at least min queued threads, get one. relaxed: hints (see "Surplus" in
+ * runtime/idle.c); wake_one() decides by its own CAS. */
+static inline void maybe_wake_idle(struct wft_worker *w, bool stealable, uint32_t min)
+{
+	if (stealable &&
+	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
+	    have_surplus_n(w, min) &&
+	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+		wft_idle_wake_one(w);
+}
+
 /* Move the mailbox into the runqueue. Work that arrived from outside may be
  * surplus while other workers sleep (nobody else will notice it: remote
  * wakers kick only the target, which is busy), so when some worker is idle
  * and none is looking, get one (the "Surplus" bound of runtime/idle.c).
  * Without this, threads unparked from an OS thread onto a busy worker ran
  * there one after another while the other worker slept (found by review). */
-static inline bool have_surplus(struct wft_worker *w);
-
 static void drain_mailbox(struct wft_worker *w)
 {
 	struct weft_thread *last;
@@ -95,11 +127,7 @@ static void drain_mailbox(struct wft_worker *w)
 	if (!first)
 		return;
 	wft_runq_push_chain_owner(w, first, last, n);
-	/* relaxed: hints, as in maybe_wake_idle(); wake_one() decides by CAS */
-	if (stealable && have_surplus(w) &&   /* some left after this pick */
-	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
-	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
-		wft_idle_wake_one(w);
+	maybe_wake_idle(w, stealable, 2);   /* some left after this pick */
 }
 
 /* The runqueue pops below treat w->next specially (I3, I4). */
@@ -134,10 +162,8 @@ static struct weft_thread *pick(struct wft_worker *w)
 	    have_surplus(w)) {
 		wft_runq_publish_owner(w);
 		/* the thief that asked may have gone to sleep since: see
-		 * "Surplus" in runtime/idle.c */
-		if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0 &&
-		    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
-			wft_idle_wake_one(w);
+		 * "Surplus" in runtime/idle.c (surplus checked just above) */
+		maybe_wake_idle(w, true, 0);
 	}
 
 	t = w->next;
@@ -298,39 +324,6 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	wft_worker_finish_switch(w);
 }
 
-/* Surplus: work queued here beyond what this worker will run next.
- * A freshly spawned child alone is not surplus: its spawner usually joins
- * it soon (spawn then join) and runs it here at once; publishing it and
- * kicking a sleeper instead made every spawn+join a futex syscall plus a
- * cross-worker join (spawn_join_seq 142 ns before), and fib(30) a storm of
- * kicks. So a spawn counts as surplus from two queued threads on, and a
- * scheduling point (pick, mailbox drain, a thief's request) likewise
- * (the pick itself takes one). A thread woken onto the runqueue of a
- * waker that keeps running is surplus at once (min 1): nothing here will
- * run it until the waker blocks, and a waker that never blocks (a mutex
- * unlocker in a loop) would strand it while another worker sleeps.
- * Pinned threads can never move, so they are not surplus either. */
-static inline bool have_surplus_n(struct wft_worker *w, uint32_t min)
-{
-	return wft_runq_size(w) + (w->next != NULL) >= min;
-}
-
-static inline bool have_surplus(struct wft_worker *w)
-{
-	return have_surplus_n(w, 2);
-}
-
-/* If workers sleep and none is looking while w has surplus, get one
- * (relaxed hints; see "Surplus" in runtime/idle.c). */
-static inline void maybe_wake_idle(struct wft_worker *w, struct weft_thread *t, uint32_t min)
-{
-	if (t->pin < 0 &&
-	    wft_unlikely(atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0) &&
-	    have_surplus_n(w, min) &&
-	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
-		wft_idle_wake_one(w);
-}
-
 /*
  * Spawn order. A thread spawned by a thread of this worker goes to the head
  * of the private list: children run newest first (depth first, the order
@@ -345,7 +338,7 @@ static inline void maybe_wake_idle(struct wft_worker *w, struct weft_thread *t, 
 void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 {
 	wft_runq_push_front_owner(w, t);
-	maybe_wake_idle(w, t, 2);
+	maybe_wake_idle(w, t->pin < 0, 2);
 }
 
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
@@ -359,7 +352,7 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 		t = old;   /* I3: the displaced one goes to the tail */
 	}
 	wft_runq_push_owner(w, t);
-	maybe_wake_idle(w, t, 1);
+	maybe_wake_idle(w, t->pin < 0, 1);
 }
 
 void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first,
@@ -374,7 +367,7 @@ void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first
 			atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.wakes_remote, n,
 						  memory_order_relaxed);
 		/* Kick only when the mailbox was empty (see mailbox.c). */
-		if (wft_mailbox_push_chain(&target->mailbox, first, last))
+		if (wft_mailbox_push_chain(&target->mailbox, first, last, n))
 			wft_idle_kick(target);
 		return;
 	}
@@ -488,6 +481,21 @@ static struct wft_worker *worker_new(int id)
 	return w;
 }
 
+/* Wait until n workers passed the start barrier in worker_main. acquire:
+ * pairs with their release increments; the value is re-read around the
+ * futex, so an increment before we sleep is not lost (the futex compares
+ * it). */
+static void wait_ready(uint32_t n)
+{
+	for (;;) {
+		uint32_t r = atomic_load_explicit(&wft_rt.nready, memory_order_acquire);
+
+		if (r >= n)
+			break;
+		wft_futex_wait(&wft_rt.nready, r, wft_now() + 100000000ull);
+	}
+}
+
 int wft_worker_start_all(void)
 {
 	int n = wft_rt.nworkers;
@@ -512,10 +520,7 @@ int wft_worker_start_all(void)
 		if (rc) {
 			/* stop the ones already started, after they finished their
 			 * setup (the kick reads w->ring, which setup writes) */
-			while (atomic_load_explicit(&wft_rt.nready, memory_order_acquire) < (uint32_t)i)
-				wft_futex_wait(&wft_rt.nready,
-					       atomic_load_explicit(&wft_rt.nready, memory_order_relaxed),
-					       wft_now() + 1000000ull);
+			wait_ready((uint32_t)i);
 			atomic_store_explicit(&wft_rt.stopping, 1, memory_order_release);
 			for (int j = 0; j < i; j++) {
 				wft_idle_kick_force(wft_rt.workers[j]);
@@ -524,16 +529,7 @@ int wft_worker_start_all(void)
 			goto fail;
 		}
 	}
-	/* wait for the start barrier in worker_main; acquire pairs with the
-	 * release increments (the value is re-read around the futex, so an
-	 * increment before we sleep is not lost: the futex compares it) */
-	for (;;) {
-		uint32_t r = atomic_load_explicit(&wft_rt.nready, memory_order_acquire);
-
-		if (r >= (uint32_t)n)
-			break;
-		wft_futex_wait(&wft_rt.nready, r, wft_now() + 100000000ull);
-	}
+	wait_ready((uint32_t)n);
 	return 0;
 fail:
 	for (int i = 0; i < n; i++) {
