@@ -33,6 +33,7 @@ noinst_HEADERS += \
 	runtime/context_ucontext.h \
 	runtime/list.h \
 	runtime/sanitizer.h \
+	runtime/runq.h \
 	runtime/wft.h
 
 EXTRA_DIST += runtime/features.def runtime/stats.def \

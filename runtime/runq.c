@@ -60,20 +60,8 @@
  */
 #include "runtime/wft.h"
 
-static inline void rq_lock(struct wft_worker *w)
-{
-	if (!wft_feat(MAILBOX)) {
-		/* acquire: pairs with the release clear in rq_unlock */
-		while (atomic_flag_test_and_set_explicit(&w->rqlock, memory_order_acquire))
-			wft_cpu_relax();
-	}
-}
-
-static inline void rq_unlock(struct wft_worker *w)
-{
-	if (!wft_feat(MAILBOX))
-		atomic_flag_clear_explicit(&w->rqlock, memory_order_release);
-}
+/* rq_lock, rq_unlock, priv_append and the owner push/pop fast paths are
+ * inline in runtime/runq.h. */
 
 void wft_runq_init_unsafe(struct wft_runq *q)
 {
@@ -87,51 +75,6 @@ void wft_runq_init_unsafe(struct wft_runq *q)
 	q->pcount = 0;
 }
 
-/* Private list append; caller holds rq_lock when NO_MAILBOX. */
-static inline void priv_append(struct wft_runq *q, struct weft_thread *first,
-			       struct weft_thread *last, uint32_t n)
-{
-	last->link = NULL;
-	if (q->ptail)
-		q->ptail->link = first;
-	else
-		q->phead = first;
-	q->ptail = last;
-	q->pcount += n;
-	/* relaxed: a hint for thieves deciding whether to set split_req */
-	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-}
-
-void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t)
-{
-	rq_lock(w);
-	priv_append(&w->rq, t, t, 1);
-	rq_unlock(w);
-}
-
-void wft_runq_push_chain_owner(struct wft_worker *w, struct weft_thread *first,
-			       struct weft_thread *last, uint32_t n)
-{
-	rq_lock(w);
-	priv_append(&w->rq, first, last, n);
-	rq_unlock(w);
-}
-
-void wft_runq_push_front_owner(struct wft_worker *w, struct weft_thread *t)
-{
-	struct wft_runq *q = &w->rq;
-
-	rq_lock(w);
-	t->link = q->phead;
-	q->phead = t;
-	if (!q->ptail)
-		q->ptail = t;
-	q->pcount++;
-	/* relaxed: a hint for thieves deciding whether to set split_req */
-	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-	rq_unlock(w);
-}
-
 /* Append a chain from another thread (NO_MAILBOX baseline). */
 void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first,
 				 struct weft_thread *last, uint32_t n)
@@ -139,12 +82,12 @@ void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first
 	/* acquire: pairs with the release clear in rq_unlock */
 	while (atomic_flag_test_and_set_explicit(&w->rqlock, memory_order_acquire))
 		wft_cpu_relax();
-	priv_append(&w->rq, first, last, n);
+	wft_rq_priv_append(&w->rq, first, last, n);
 	atomic_flag_clear_explicit(&w->rqlock, memory_order_release);
 }
 
 /* Take one thread from the public ring. Owner or thief. */
-static struct weft_thread *ring_pop(struct wft_runq *q)
+struct weft_thread *wft_runq_ring_pop(struct wft_runq *q)
 {
 	/* acquire: pairs with the acq_rel CAS of other consumers */
 	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
@@ -167,37 +110,7 @@ static struct weft_thread *ring_pop(struct wft_runq *q)
 	}
 }
 
-struct weft_thread *wft_runq_pop_owner(struct wft_worker *w)
-{
-	struct wft_runq *q = &w->rq;
-	struct weft_thread *t;
-
-	/* relaxed loads: head may only grow (thieves), tail is ours; a stale
-	 * "non-empty" is resolved by ring_pop, a stale "empty" only means a
-	 * thief emptied it */
-	if (atomic_load_explicit(&q->head, memory_order_relaxed) !=
-	    atomic_load_explicit(&q->tail, memory_order_relaxed)) {
-		t = ring_pop(q);
-		if (t)
-			return t;
-	}
-	if (!q->phead && wft_feat(MAILBOX))
-		return NULL;
-	rq_lock(w);
-	t = q->phead;
-	if (t) {
-		q->phead = t->link;
-		if (!q->phead)
-			q->ptail = NULL;
-		q->pcount--;
-		/* relaxed: hint for thieves */
-		atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-	}
-	rq_unlock(w);
-	return t;
-}
-
-void wft_runq_publish_owner(struct wft_worker *w)
+uint32_t wft_runq_publish_owner(struct wft_worker *w)
 {
 	struct wft_runq *q = &w->rq;
 	struct weft_thread **pp, *t;
@@ -210,12 +123,12 @@ void wft_runq_publish_owner(struct wft_worker *w)
 	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
 	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
 	uint32_t room = WFT_RUNQ_RING - (tail - h);
-	uint32_t quota;
+	uint32_t quota, moved = 0;
 
 	/* relaxed: the request is a hint; clearing it first means a request
 	 * that arrives during the publish is seen at the next pick */
 	atomic_store_explicit(&q->split_req, 0, memory_order_relaxed);
-	rq_lock(w);
+	wft_rq_lock(w);
 	quota = (q->pcount + 1) / 2;
 	if (quota > room)
 		quota = room;
@@ -235,15 +148,17 @@ void wft_runq_publish_owner(struct wft_worker *w)
 		tail++;
 		q->pcount--;
 		quota--;
+		moved++;
 	}
 	if (!*pp)
 		q->ptail = kept;   /* walked to the end: the tail is the last kept one */
 	/* relaxed: hint */
 	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-	rq_unlock(w);
+	wft_rq_unlock(w);
 	/* release: publishes the slots written above; pairs with the acquire
 	 * load of tail in ring_pop / wft_runq_steal */
 	atomic_store_explicit(&q->tail, tail, memory_order_release);
+	return moved;
 }
 
 struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *victim)
@@ -289,22 +204,12 @@ struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *vict
 	if (n > 1) {
 		for (uint32_t i = 1; i + 1 < n; i++)
 			grab[i]->link = grab[i + 1];
-		rq_lock(w);
-		priv_append(&w->rq, grab[1], grab[n - 1], n - 1);
-		rq_unlock(w);
+		wft_rq_lock(w);
+		wft_rq_priv_append(&w->rq, grab[1], grab[n - 1], n - 1);
+		wft_rq_unlock(w);
 	}
 	wft_stat_add(w, steals, n);
 	return grab[0];
-}
-
-uint32_t wft_runq_size(struct wft_worker *w)
-{
-	struct wft_runq *q = &w->rq;
-
-	/* relaxed: approximate by contract */
-	return atomic_load_explicit(&q->tail, memory_order_relaxed) -
-	       atomic_load_explicit(&q->head, memory_order_relaxed) +
-	       atomic_load_explicit(&q->npriv, memory_order_relaxed);
 }
 
 bool wft_runq_has_work(struct wft_worker *v)

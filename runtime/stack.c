@@ -52,19 +52,16 @@ struct stack_entry {
 	unsigned vg;
 };
 
-/* Set on first use by any thread (spawns from OS threads race here). */
-static _Atomic size_t page_size;
+/* Set on first use by any thread (see wft_page_size in wft.h). */
+_Atomic size_t wft_page_size_v;
 
-size_t wft_page_size(void)
+size_t wft_page_size_slow(void)
 {
+	size_t p = (size_t)sysconf(_SC_PAGESIZE);
+
 	/* relaxed: every racing writer stores the same value, and nothing
 	 * else is published with it */
-	size_t p = atomic_load_explicit(&page_size, memory_order_relaxed);
-
-	if (wft_unlikely(!p)) {
-		p = (size_t)sysconf(_SC_PAGESIZE);
-		atomic_store_explicit(&page_size, p, memory_order_relaxed);
-	}
+	atomic_store_explicit(&wft_page_size_v, p, memory_order_relaxed);
 	return p;
 }
 

@@ -247,7 +247,17 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
 /* Unmap cached stacks down to keep. Owner worker or teardown. */
 void wft_stack_trim(struct wft_worker *w, unsigned keep);
-size_t wft_page_size(void);
+/* The page size: set on first use by any thread (spawns from OS threads
+ * race there; every racer stores the same value). */
+extern _Atomic size_t wft_page_size_v;
+size_t wft_page_size_slow(void);
+static inline size_t wft_page_size(void)
+{
+	/* relaxed: a constant once set; nothing is published with it */
+	size_t p = atomic_load_explicit(&wft_page_size_v, memory_order_relaxed);
+
+	return wft_likely(p) ? p : wft_page_size_slow();
+}
 int wft_stack_cache_init(struct wft_worker *w);
 void wft_stack_cache_fini(struct wft_worker *w);
 unsigned wft_stack_cache_keep(void);
@@ -273,24 +283,17 @@ struct wft_runq {
 };
 
 void wft_runq_init_unsafe(struct wft_runq *q);
-void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t);
-/* Append the chain first..last (n threads, linked through t->link) at the
- * tail in one step. Context: owner. */
-void wft_runq_push_chain_owner(struct wft_worker *w, struct weft_thread *first,
-			       struct weft_thread *last, uint32_t n);
-struct weft_thread *wft_runq_pop_owner(struct wft_worker *w);
-/* Push at the head of the private part (runs before older private work). */
-void wft_runq_push_front_owner(struct wft_worker *w, struct weft_thread *t);
+/* Owner push/pop/size: inline in runtime/runq.h (included below struct
+ * wft_worker). */
 /* NO_MAILBOX baseline: a remote waker appends under the target's rqlock. */
 void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first,
 				 struct weft_thread *last, uint32_t n);
-/* Move up to half of the private list into the public ring. Owner. */
-void wft_runq_publish_owner(struct wft_worker *w);
+/* Move up to half of the private list into the public ring (pinned threads
+ * stay). Returns how many moved. Owner. */
+uint32_t wft_runq_publish_owner(struct wft_worker *w);
 /* Steal about half of victim's public ring into w's runqueue; returns one
  * thread to run now (or NULL). Context: w's own worker (the thief). */
 struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *victim);
-/* Runnable threads (approximate for non-owners). */
-uint32_t wft_runq_size(struct wft_worker *w);
 /* True if a thief could find work in victim (public or private non-empty). */
 bool wft_runq_has_work(struct wft_worker *victim);
 
@@ -421,6 +424,8 @@ struct wft_runtime {
 	int cpus[WEFT_WORKERS_MAX];       /* CPU of worker i when pinning */
 };
 extern struct wft_runtime wft_rt;
+
+#include "runtime/runq.h"
 
 /*
  * The worker running the caller, or NULL on an OS thread.

@@ -114,7 +114,7 @@ static inline void maybe_wake_idle(struct wft_worker *w, bool stealable, uint32_
  * and none is looking, get one (the "Surplus" bound of runtime/idle.c).
  * Without this, threads unparked from an OS thread onto a busy worker ran
  * there one after another while the other worker slept (found by review). */
-static void drain_mailbox(struct wft_worker *w)
+static __attribute__((noinline)) void drain_mailbox(struct wft_worker *w)
 {
 	struct weft_thread *last;
 	uint32_t n;
@@ -130,12 +130,40 @@ static void drain_mailbox(struct wft_worker *w)
 	maybe_wake_idle(w, stealable, 2);   /* some left after this pick */
 }
 
-/* The runqueue pops below treat w->next specially (I3, I4). */
-static struct weft_thread *pick(struct wft_worker *w)
+/* Fire due timers (the heap is non-empty). Out of line: the fast path of
+ * pick() only tests the heap's minimum. */
+static __attribute__((noinline)) void check_timers(struct wft_worker *w, weft_time_t next)
+{
+	weft_time_t now = wft_now();
+
+	if (next <= now)
+		wft_timer_run(w, now);
+}
+
+/* A thief asked for work (relaxed: a hint; see runq.c). Honoured when there
+ * is surplus (one queued thread is what this pick runs next); otherwise it
+ * stays set for a later pick. */
+static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
+{
+	if (!have_surplus(w))
+		return;
+	/* The thief that asked may have gone to sleep since: see "Surplus" in
+	 * runtime/idle.c (surplus checked just above). Only if something was
+	 * published: with only pinned threads queued, kicking a sleeper made
+	 * it wake, find nothing, ask again and sleep, ~40k times a second
+	 * (the yield benchmark's pinned pair; test sched/pinned_no_kicks). */
+	if (wft_runq_publish_owner(w))
+		maybe_wake_idle(w, true, 0);
+}
+
+/* The runqueue pops below treat w->next specially (I3, I4). Inline: a
+ * yield is this, a push and a switch (the 12 ns budget); the rare cases
+ * are out-of-line calls behind one test each. */
+static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft_worker *w)
 {
 	struct weft_thread *t;
 
-	if (!wft_mailbox_empty(&w->mailbox))
+	if (wft_unlikely(!wft_mailbox_empty(&w->mailbox)))
 		drain_mailbox(w);
 	/* I/O: every IO_CHECK_EVERY-th pick while other threads are runnable
 	 * here, and always when nothing else is (see "I/O check cost"). */
@@ -147,24 +175,13 @@ static struct weft_thread *pick(struct wft_worker *w)
 		 * (a canceller on another worker may change it concurrently) */
 		weft_time_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
 
-		if (next != WEFT_TIME_INFINITE &&
-		    (!w->current || (++w->tick % TIMER_CHECK_EVERY) == 0)) {
-			weft_time_t now = wft_now();
-
-			if (next <= now)
-				wft_timer_run(w, now);
-		}
+		if (wft_unlikely(next != WEFT_TIME_INFINITE) &&
+		    (!w->current || (++w->tick % TIMER_CHECK_EVERY) == 0))
+			check_timers(w, next);
 	}
-	/* relaxed: a thief's hint; see runq.c. Honoured when there is surplus
-	 * (one queued thread is what this pick runs next); otherwise it stays
-	 * set for a later pick. */
-	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)) &&
-	    have_surplus(w)) {
-		wft_runq_publish_owner(w);
-		/* the thief that asked may have gone to sleep since: see
-		 * "Surplus" in runtime/idle.c (surplus checked just above) */
-		maybe_wake_idle(w, true, 0);
-	}
+	/* relaxed: a thief's hint, see answer_split_req() */
+	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)))
+		answer_split_req(w);
 
 	t = w->next;
 	if (t) {
@@ -182,13 +199,11 @@ static struct weft_thread *pick(struct wft_worker *w)
 	return wft_runq_pop_owner(w);
 }
 
-void wft_worker_finish_switch(struct wft_worker *w)
+/* The rare halves of finishing a switch: prev exited, or parked with a
+ * commit. Returns true if prev's on_cpu was already dealt with. */
+static __attribute__((noinline)) bool finish_switch_slow(struct wft_worker *w,
+							 struct weft_thread *prev)
 {
-	struct weft_thread *prev = w->prev;
-
-	if (!prev)
-		return;
-	w->prev = NULL;
 	/* relaxed: set by the thread itself before it switched away */
 	if (atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE) {
 		wft_stack_release(w, prev);
@@ -205,7 +220,7 @@ void wft_worker_finish_switch(struct wft_worker *w)
 			atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 		}
 		wft_count_death(w);
-		return;
+		return true;
 	}
 	if (prev->park_commit) {
 		/* The thread parked with a commit (weft_join): now that its
@@ -216,9 +231,29 @@ void wft_worker_finish_switch(struct wft_worker *w)
 		prev->park_commit = NULL;
 		fn(prev, prev->park_arg);
 	}
+	return false;
+}
+
+static inline __attribute__((always_inline)) void finish_switch(struct wft_worker *w)
+{
+	struct weft_thread *prev = w->prev;
+
+	if (!prev)
+		return;
+	w->prev = NULL;
+	/* relaxed: both written by the thread itself before it switched away */
+	if (wft_unlikely(atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE ||
+			 prev->park_commit) &&
+	    finish_switch_slow(w, prev))
+		return;
 	/* release: publishes prev's saved context; pairs with the acquire spin
 	 * in switch_to (I2) */
 	atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+}
+
+void wft_worker_finish_switch(struct wft_worker *w)
+{
+	finish_switch(w);
 }
 
 /*
@@ -226,12 +261,10 @@ void wft_worker_finish_switch(struct wft_worker *w)
  * (no memory for a stack) the thread goes back to the runqueue tail and is
  * retried later: weft_spawn already returned success, so it must not be lost.
  */
-static bool prepare(struct wft_worker *w, struct weft_thread *next)
+static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct weft_thread *next)
 {
 	size_t g;
 
-	if (wft_likely(next->started))
-		return true;
 	if (wft_stack_alloc(w, next)) {
 		wft_runq_push_owner(w, next);
 		return false;
@@ -246,9 +279,15 @@ static bool prepare(struct wft_worker *w, struct weft_thread *next)
 	return true;
 }
 
+static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
+							  struct weft_thread *next)
+{
+	return wft_likely(next->started) || prepare_slow(w, next);
+}
+
 /* Dispatch next (prepared) from the context from_ctx (a thread's or the
  * scheduler's). */
-static void switch_to(struct wft_worker *w, struct weft_thread *cur,
+static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w, struct weft_thread *cur,
 		      struct wft_ctx *from_ctx, struct weft_thread *next)
 {
 	struct wft_worker *last;
@@ -287,7 +326,7 @@ static void switch_to(struct wft_worker *w, struct weft_thread *cur,
 		wft_san_switch_end(w->current->san_fake_stack);
 	else
 		wft_san_switch_end(w->sched_fake_stack);
-	wft_worker_finish_switch(w);
+	finish_switch(w);
 }
 
 void wft_worker_schedule(struct wft_worker *w, int how)
@@ -321,7 +360,7 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 		wft_san_switch_end(w->current->san_fake_stack);
 	else
 		wft_san_switch_end(w->sched_fake_stack);
-	wft_worker_finish_switch(w);
+	finish_switch(w);
 }
 
 /*
