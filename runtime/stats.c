@@ -10,6 +10,7 @@
  * so weft_stats_get() after weft_shutdown() still reports the run.
  */
 #include "runtime/wft.h"
+#include "runtime/uring.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,14 @@ int weft_stats_print(FILE *f)
 #define WFT_STAT(name, desc) fprintf(f, "%18llu  %s\n", (unsigned long long)s.name, desc);
 #include "runtime/stats.def"
 #undef WFT_STAT
+	{
+		/* the I/O backend and the io_uring flags chosen (issue: "WEFT_STATS
+		 * says so" when io_uring is unavailable) */
+		char io[256];
+
+		wft_uring_describe(io, sizeof(io));
+		fprintf(f, "\n  io: %s\n", io);
+	}
 	fprintf(f, "\n");
 	return 0;
 }

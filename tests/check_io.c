@@ -1034,6 +1034,19 @@ START_TEST(backend_and_batching)
 	join(spawn_on(0, backend_probe, desc));
 	uring = backend_result;
 	printf("io backend: %s\n", desc);
+	{
+		/* WEFT_STATS names the backend (the stats table ends with it) */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		ck_assert_ptr_nonnull(f);
+		ck_assert_int_eq(weft_stats_print(f), 0);
+		fclose(f);
+		ck_assert_ptr_nonnull(strstr(buf, "io: "));
+		ck_assert_ptr_nonnull(strstr(buf, desc));
+		free(buf);
+	}
 	if (!uring_expected()) {
 		ck_assert_int_eq(uring, 0);
 		ck_assert_ptr_nonnull(strstr(desc, "NO_URING"));
