@@ -278,6 +278,7 @@ void wft_idle_run(struct wft_worker *w)
 		deadline -= TIMER_EARLY_NS;
 	}
 
+	wft_tcb_cache_drop_stacks(w);
 	wft_stack_trim(w, wft_stack_cache_keep());
 	wft_stat_inc(w, parks);
 	if (w->ring)

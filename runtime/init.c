@@ -158,6 +158,8 @@ int weft_init(const weft_config_t *cfg)
 		}
 		wft_rt.stack_size = s;
 	}
+	/* page-rounded once here, so a spawn with the default size need not */
+	wft_rt.stack_size = (wft_rt.stack_size + wft_page_size() - 1) & ~(wft_page_size() - 1);
 	if ((e = getenv("WEFT_PIN")) && *e)
 		wft_rt.pin = atoi(e) != 0;
 	if (wft_rt.pin)
@@ -209,25 +211,12 @@ long wft_live_threads(void)
 	return born - dead;
 }
 
-/*
- * An exit finished on w (its TCB may be reused now). If shutdown is
- * waiting, wake it to recount. The StoreLoad between our ndead store and
- * the quiescing load is not fenced (that would cost every exit a locked
- * instruction): shutdown may miss this exit and we may miss its flag; it
- * then recounts after its futex timeout (1 ms), so the race costs at most
- * 1 ms of shutdown latency and nothing is lost.
- */
-void wft_count_death(struct wft_worker *w)
+/* The slow half of wft_count_death (wft.h): shutdown is waiting. */
+void wft_count_death_quiescing(void)
 {
-	/* release: the thread's effects happen before shutdown counts it */
-	atomic_store_explicit(&w->ndead, atomic_load_explicit(&w->ndead, memory_order_relaxed) + 1,
-			      memory_order_release);
-	/* relaxed: a hint; see above */
-	if (wft_unlikely(atomic_load_explicit(&wft_rt.quiescing, memory_order_relaxed))) {
-		/* release: pairs with the futex re-check in weft_shutdown */
-		atomic_store_explicit(&wft_rt.quiesce, 1, memory_order_release);
-		wft_futex_wake(&wft_rt.quiesce, 1);
-	}
+	/* release: pairs with the futex re-check in weft_shutdown */
+	atomic_store_explicit(&wft_rt.quiesce, 1, memory_order_release);
+	wft_futex_wake(&wft_rt.quiesce, 1);
 }
 
 int weft_shutdown(void)

@@ -116,7 +116,7 @@ void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
 	if (!t->stack)
 		return;
 	t->stack = NULL;
-	if (w->nstacks < w->stack_cache_cap) {
+	if (w && w->nstacks < w->stack_cache_cap) {
 		cache[w->nstacks++] = e;
 		return;
 	}

@@ -157,6 +157,25 @@ static int slab_grow(void)
 	return 0;
 }
 
+/*
+ * Stacks that stay with their TCB. A thread whose TCB is freed by a weft
+ * thread right after its exit (detached: by the exit switch; joined by a
+ * weft thread already waiting: by that joiner) keeps its stack: the TCB
+ * goes to the worker's TCB cache with it, and the next spawn that takes
+ * the TCB and asks for the same stack size and guard runs on it without a
+ * stack-cache round trip (spawn+join: ~70 instructions of the ~700 it
+ * cost). Bound: at most TCB_STACKED_MAX cached TCBs per worker hold a
+ * stack; past it, and whenever a TCB leaves the worker's cache (global
+ * pool, worker exit), the stack goes to the stack cache, whose bound and
+ * trim (runtime/stack.c) apply; a parking worker moves them all there
+ * (wft_tcb_cache_drop_stacks) before trimming. TCBs in the global pool
+ * never hold a stack. A thread exiting with nobody waiting (joinable, or
+ * joined from an OS thread) returns its stack at exit as before: its TCB
+ * may wait long for a join, and a burst of such exits must recycle one
+ * stack instead of holding one each.
+ */
+#define TCB_STACKED_MAX 16
+
 struct weft_thread *wft_tcb_alloc(struct wft_worker *w)
 {
 	struct weft_thread *t;
@@ -165,6 +184,8 @@ struct weft_thread *wft_tcb_alloc(struct wft_worker *w)
 		t = w->tcb_cache;
 		w->tcb_cache = t->link;
 		w->ntcb--;
+		if (t->stack)
+			w->ntcb_stacked--;
 		return t;
 	}
 	while (!(t = global_pop())) {
@@ -177,24 +198,46 @@ struct weft_thread *wft_tcb_alloc(struct wft_worker *w)
 void wft_tcb_release(struct wft_worker *w, struct weft_thread *t)
 {
 	if (w && w->ntcb < TCB_CACHE_MAX) {
+		if (t->stack) {
+			if (w->ntcb_stacked < TCB_STACKED_MAX)
+				w->ntcb_stacked++;
+			else
+				wft_stack_release(w, t);
+		}
 		t->link = w->tcb_cache;
 		w->tcb_cache = t;
 		w->ntcb++;
 		return;
 	}
+	if (t->stack)
+		wft_stack_release(w, t);
 	global_push(t, t);
 }
 
-/* Return a worker's cache to the global pool (worker exit). */
+void wft_tcb_cache_drop_stacks(struct wft_worker *w)
+{
+	for (struct weft_thread *t = w->tcb_cache; t && w->ntcb_stacked; t = t->link) {
+		if (t->stack) {
+			wft_stack_release(w, t);
+			w->ntcb_stacked--;
+		}
+	}
+}
+
+/* Return a worker's cache to the global pool (worker exit; before the
+ * stack cache goes). */
 void wft_tcb_cache_flush(struct wft_worker *w)
 {
 	while (w->tcb_cache) {
 		struct weft_thread *t = w->tcb_cache;
 
 		w->tcb_cache = t->link;
+		if (t->stack)
+			wft_stack_release(w, t);
 		global_push(t, t);
 	}
 	w->ntcb = 0;
+	w->ntcb_stacked = 0;
 }
 
 void wft_tcb_pool_fini_unsafe(void)
@@ -252,9 +295,11 @@ void wft_thread_free(struct weft_thread *t)
 {
 	struct wft_worker *w = wft_worker_self();
 
-	free(t->specific);
-	t->specific = NULL;
-	t->nspecific = 0;
+	if (t->specific) {
+		free(t->specific);
+		t->specific = NULL;
+		t->nspecific = 0;
+	}
 	/* release: the TCB's last uses happen before a reuse that finds FREE */
 	atomic_store_explicit(&t->jstate, WFT_J_FREE, memory_order_release);
 	wft_tcb_release(w, t);
@@ -269,47 +314,102 @@ static void wait_off_cpu(struct weft_thread *t)
 		wft_cpu_relax();
 }
 
-int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+/* The spawn's slow cases: the runtime is not running yet, or an attribute
+ * needs checking. Fills *ss, *guard, *pin, *detached. Returns 0 or an
+ * errno. */
+static __attribute__((noinline)) int spawn_check(const weft_attr_t *attr, size_t *ss,
+						 int *guard, int *pin, int *detached)
 {
-	static const weft_attr_t def = WEFT_ATTR_INITIALIZER;
-	struct wft_worker *w;
-	struct weft_thread *t;
-	size_t ss;
-	int rc;
+	/* acquire: pairs with the release store of RUNNING in weft_init */
+	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
+		int rc = weft_init(NULL);
 
-	if (!fn)
-		return EINVAL;
-	if (!attr)
-		attr = &def;
+		if (rc && rc != EBUSY)
+			return rc;
+	}
+	if (!attr) {
+		*ss = wft_rt.stack_size;
+		*guard = 1;
+		*pin = -1;
+		*detached = 0;
+		return 0;
+	}
 	if (attr->stack_size && attr->stack_size < WEFT_STACK_MIN)
 		return EINVAL;
 	if (attr->guard != 0 && attr->guard != 1)
 		return EINVAL;
-	/* acquire: pairs with the release store of RUNNING in weft_init */
-	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
-		rc = weft_init(NULL);
-		if (rc && rc != EBUSY)
-			return rc;
-	}
 	if (attr->worker < -1 || attr->worker >= wft_rt.nworkers)
 		return EINVAL;
-	if (!attr->detached && !out)
+	*ss = attr->stack_size ? (attr->stack_size + wft_page_size() - 1) & ~(wft_page_size() - 1)
+			       : wft_rt.stack_size;
+	*guard = attr->guard;
+	*pin = attr->worker;
+	*detached = attr->detached != 0;
+	return 0;
+}
+
+/* The worker a new thread goes to: its pinned worker, else the spawner's,
+ * else round robin for spawns from OS threads. */
+static struct wft_worker *spawn_target(struct wft_worker *w, int pin)
+{
+	static _Atomic unsigned rr;
+	unsigned i;
+
+	if (pin >= 0)
+		return wft_rt.workers[pin];
+	if (w)
+		return w;
+	/* relaxed: just a spreading counter */
+	i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed);
+	return wft_rt.workers[i % (unsigned)wft_rt.nworkers];
+}
+
+/*
+ * Spawn. The common call (no attributes, from a weft thread, runtime
+ * running) is kept short: it is half of spawn+join, the fib benchmark's
+ * whole cost. Every TCB field a previous life may have changed is reset
+ * here; the ones its free already reset (specific, nspecific, jstate) and
+ * the ones only a running thread sets are not.
+ */
+int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+{
+	struct wft_worker *w;
+	struct weft_thread *t;
+	size_t ss;
+	int guard, pin, detached, rc;
+
+	if (!fn)
 		return EINVAL;
+	/* From a weft thread the runtime is running (weft_shutdown waits for
+	 * every weft thread and refuses to run in one), so the state check of
+	 * spawn_check() is only needed from OS threads. */
 	w = wft_worker_self();
+	if (wft_likely(!attr && w)) {
+		ss = wft_rt.stack_size;
+		guard = 1;
+		pin = -1;
+		detached = 0;
+	} else {
+		rc = spawn_check(attr, &ss, &guard, &pin, &detached);
+		if (rc)
+			return rc;
+	}
+	if (!detached && !out)
+		return EINVAL;
 	t = wft_tcb_alloc(w);
 	if (!t)
 		return EAGAIN;
 
-	ss = attr->stack_size ? attr->stack_size : wft_rt.stack_size;
-	ss = (ss + wft_page_size() - 1) & ~(wft_page_size() - 1);
 	t->fpenv = wft_fpenv_get();
 	t->fn = fn;
 	t->arg = arg;
 	t->ret = NULL;
-	t->stack = NULL;
+	if (t->stack && (t->stack_size != ss || t->guard != guard))
+		wft_stack_release(w, t);   /* only cached TCBs hold one: w is set */
 	t->stack_size = ss;
-	t->guard = attr->guard;
-	t->pin = attr->worker;
+	t->guard = guard;
+	t->keep_stack = 0;
+	t->pin = pin;
 	t->started = 0;
 	t->free_on_exit = 0;
 	t->park_commit = NULL;
@@ -317,15 +417,13 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t->joiner = NULL;
 	t->seq++;
 	t->wake_reason = WFT_WAKE_NORMAL;
-	t->specific = NULL;
-	t->nspecific = 0;
 	t->timer.fn = NULL;
 	t->timer.heap = NULL;
 	atomic_store_explicit(&t->timer.tstate, WFT_TM_IDLE, memory_order_relaxed);
 	atomic_store_explicit(&t->token, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->worker, NULL, memory_order_relaxed);
-	if (attr->name) {
+	if (wft_unlikely(attr && attr->name)) {
 		strncpy(t->name, attr->name, sizeof(t->name) - 1);
 		t->name[sizeof(t->name) - 1] = '\0';
 	} else {
@@ -333,34 +431,25 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	}
 	/* relaxed: the TCB is published to its worker by the queue push
 	 * (release) below */
-	atomic_store_explicit(&t->jstate, attr->detached ? WFT_J_DETACHED : WFT_J_JOINABLE,
+	atomic_store_explicit(&t->jstate, detached ? WFT_J_DETACHED : WFT_J_JOINABLE,
 			      memory_order_relaxed);
-	atomic_store_explicit(&t->state, WFT_T_NEW, memory_order_relaxed);
+	atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
 	wft_count_birth(w);
 	if (out)
-		*out = attr->detached ? NULL : t;
+		*out = detached ? NULL : t;
 
+	if (wft_likely(w && pin < 0)) {
+		wft_stat_inc(w, spawns);
+		wft_worker_push_spawn(w, t);
+		return 0;
+	}
 	if (w)
 		wft_stat_inc(w, spawns);
 	else
 		wft_stat_os_inc(spawns);
-	/* Place it: its pinned worker, else the spawner's worker, else round
-	 * robin for spawns from OS threads. */
 	{
-		struct wft_worker *target;
+		struct wft_worker *target = spawn_target(w, pin);
 
-		if (t->pin >= 0) {
-			target = wft_rt.workers[t->pin];
-		} else if (w) {
-			target = w;
-		} else {
-			static _Atomic unsigned rr;
-			/* relaxed: just a spreading counter */
-			unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed);
-
-			target = wft_rt.workers[i % (unsigned)wft_rt.nworkers];
-		}
-		atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
 		if (target == w)
 			wft_worker_push_spawn(w, t);
 		else
@@ -377,7 +466,8 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 	struct wft_worker *w;
 	int js;
 
-	wft_key_run_destructors(t);
+	if (t->specific)
+		wft_key_run_destructors(t);
 	t->ret = ret;
 	/* acquire: pairs with the release CAS of a joiner (publishes t->joiner) */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
@@ -394,10 +484,20 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 			 * publishes t->ret. */
 			struct weft_thread *j = t->jthread;
 
+			t->keep_stack = 1;   /* the joiner frees us at once */
 			atomic_store_explicit(&t->jstate, WFT_J_EXITED_T, memory_order_release);
+			w = wft_worker_self();
+			wft_stat_inc(w, exits);
+			j->wake_reason = WFT_WAKE_NORMAL;
+			/* relaxed: we are its only waker; the switch or the
+			 * queue push publishes */
+			atomic_store_explicit(&j->state, WFT_T_RUNNABLE, memory_order_relaxed);
+			/* straight into the joiner when it would run here next
+			 * anyway (spawn+join's common end) */
+			wft_worker_exit_to(w, t, j);
 			/* sync: we are about to switch away for good */
-			join_wake(j, WFT_WAKE_F_SYNC);
-			break;
+			wft_wake_deliver(j, WFT_WAKE_F_SYNC);
+			goto leave;
 		} else if (js == WFT_J_JOINING) {
 			/* Only the exiting thread leaves JOINING. release: publishes
 			 * t->ret (the waiter wake below also releases). */
@@ -407,11 +507,13 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 		} else {
 			/* DETACHED: nobody will join; the exit switch frees it (I2) */
 			t->free_on_exit = 1;
+			t->keep_stack = 1;
 			break;
 		}
 	}
 	w = wft_worker_self();
 	wft_stat_inc(w, exits);
+leave:
 	atomic_store_explicit(&t->state, WFT_T_DONE, memory_order_relaxed);
 	wft_worker_schedule(w, WFT_SCHED_EXIT);
 	wft_panic("exited thread resumed");

@@ -177,13 +177,17 @@ struct weft_thread {
 	int pin;                          /* worker index, or -1 */
 	int started;                      /* has a stack and ran once; owner worker */
 	int free_on_exit;                 /* detached at exit: the switch-out frees it */
+	int keep_stack;                   /* at exit: a weft thread frees the TCB at once, so
+	                                   * the stack stays with it (see thread.c "Stacks
+	                                   * that stay with their TCB") */
 
 	wft_fpenv_t fpenv;                /* creator's FP control state (spawn) */
 	weft_fn_t fn;
 	void *arg;
 	void *ret;
 
-	void *stack;                      /* mapping base (guard page first), NULL until first run */
+	void *stack;                      /* mapping base (guard page first), NULL until first
+	                                   * run, or a previous run's (TCB cache) */
 	size_t stack_size;                /* usable bytes */
 	int guard;                        /* has a guard page */
 	unsigned stack_vg;                /* Valgrind stack id */
@@ -243,7 +247,8 @@ void wft_key_run_destructors(struct weft_thread *t);
 
 /* Give t a stack from w's cache or a new mapping. Returns 0 or ENOMEM. Owner worker. */
 int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
-/* Return t's stack to w's cache (or unmap it past the bound). Owner worker. */
+/* Return t's stack to w's cache (or unmap it past the bound, or when w is
+ * NULL). Owner worker. */
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
 /* Unmap cached stacks down to keep. Owner worker or teardown. */
 void wft_stack_trim(struct wft_worker *w, unsigned keep);
@@ -396,6 +401,7 @@ struct wft_worker {
 	/* TCB cache: owner only */
 	struct weft_thread *tcb_cache;
 	unsigned ntcb;
+	unsigned ntcb_stacked;            /* cached TCBs that still hold a stack */
 
 	pthread_t os;
 	void *san_fiber;                  /* TSan fiber of the scheduler loop */
@@ -480,7 +486,25 @@ static inline void wft_count_birth(struct wft_worker *w)
 		/* release: as above; an RMW, any OS thread may spawn */
 		atomic_fetch_add_explicit(&wft_rt.os_born, 1, memory_order_release);
 }
-void wft_count_death(struct wft_worker *w);
+/*
+ * An exit finished on w (its TCB may be reused now). If shutdown is
+ * waiting, wake it to recount. The StoreLoad between our ndead store and
+ * the quiescing load is not fenced (that would cost every exit a locked
+ * instruction): shutdown may miss this exit and we may miss its flag; it
+ * then recounts after its futex timeout (1 ms), so the race costs at most
+ * 1 ms of shutdown latency and nothing is lost.
+ */
+void wft_count_death_quiescing(void);
+static inline void wft_count_death(struct wft_worker *w)
+{
+	/* release: the thread's effects happen before shutdown counts it */
+	atomic_store_explicit(&w->ndead, atomic_load_explicit(&w->ndead, memory_order_relaxed) + 1,
+			      memory_order_release);
+	/* relaxed: a hint; the 1 ms timeout of weft_shutdown's wait covers an
+	 * exit that misses it */
+	if (wft_unlikely(atomic_load_explicit(&wft_rt.quiescing, memory_order_relaxed)))
+		wft_count_death_quiescing();
+}
 long wft_live_threads(void);
 void wft_worker_schedule(struct wft_worker *w, int how);
 
@@ -488,6 +512,9 @@ void wft_worker_schedule(struct wft_worker *w, int how);
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot);
 /* Queue a thread just spawned by a thread of w (see "Spawn order" in worker.c). */
 void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t);
+/* Exit cur directly into j (its joiner); false if j should not run here
+ * now (see worker.c). Context: cur on w; j RUNNABLE, owned by the caller. */
+bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *j);
 /* Deliver a chain of threads (all targeting w) from another thread. */
 void wft_worker_push_remote(struct wft_worker *w, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n);
@@ -503,6 +530,9 @@ void wft_idle_spin_stop(struct wft_worker *w);   /* w found work: give up its sp
 void wft_worker_finish_switch(struct wft_worker *w);
 void wft_worker_free_all_unsafe(void);
 void wft_tcb_cache_flush(struct wft_worker *w);
+/* Move the stacks still held by cached TCBs into the stack cache (whose
+ * bound and trim then apply). Owner worker. */
+void wft_tcb_cache_drop_stacks(struct wft_worker *w);
 /* Fold a worker's counters into the retired totals (before freeing it). */
 void wft_stats_retire(struct wft_worker *w);
 

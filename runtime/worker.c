@@ -206,7 +206,10 @@ static __attribute__((noinline)) bool finish_switch_slow(struct wft_worker *w,
 {
 	/* relaxed: set by the thread itself before it switched away */
 	if (atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE) {
-		wft_stack_release(w, prev);
+		/* keep_stack: written by prev itself before its exit switch, on
+		 * this OS thread (see thread.c "Stacks that stay with their TCB") */
+		if (!prev->keep_stack)
+			wft_stack_release(w, prev);
 		/* TSan: the fiber dies with the run (see runtime/sanitizer.h);
 		 * prepare() gives the TCB's next thread a new one */
 		wft_san_fiber_destroy(prev->san_fiber);
@@ -265,7 +268,7 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 {
 	size_t g;
 
-	if (wft_stack_alloc(w, next)) {
+	if (!next->stack && wft_stack_alloc(w, next)) {
 		wft_runq_push_owner(w, next);
 		return false;
 	}
@@ -309,17 +312,18 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	wft_stat_inc(w, switches);
 	w->current = next;
 	w->prev = cur;
-	{
+	if (WFT_ASAN || WFT_TSAN) {
 		void **fake = cur ? (cur->state == WFT_T_DONE ? NULL : &cur->san_fake_stack)
 				  : &w->sched_fake_stack;
 		size_t g = next->guard ? wft_page_size() : 0;
 
 		wft_san_switch_begin(fake, next->san_fiber, (char *)next->stack + g,
 				     next->stack_size);
-		if (cur && !fake)
-			wft_ctx_jump(from_ctx, &next->ctx);   /* cur finished */
-		wft_ctx_switch(from_ctx, &next->ctx);
 	}
+	/* relaxed: cur's own state, set by itself */
+	if (cur && atomic_load_explicit(&cur->state, memory_order_relaxed) == WFT_T_DONE)
+		wft_ctx_jump(from_ctx, &next->ctx);   /* cur finished */
+	wft_ctx_switch(from_ctx, &next->ctx);
 	/* Resumed: maybe on another worker (migration), so re-read w. */
 	w = wft_worker_self();
 	if (w->current)
@@ -327,6 +331,35 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	else
 		wft_san_switch_end(w->sched_fake_stack);
 	finish_switch(w);
+}
+
+/*
+ * Exit the running thread cur straight into j, a thread this exit made
+ * runnable (its joiner): the same outcome as delivering j into this
+ * worker's next slot and picking it at once (it counts in the next slot's
+ * streak, I4), minus the push and the pick. Only when that is where j
+ * would run: j may run here (unpinned or pinned here), the next slot is
+ * free and its streak not used up, and j last ran here or this worker has
+ * nothing else (the sync wakeup rule of runtime/wake.c). Returns false
+ * without doing anything otherwise; never returns when it switched.
+ * Context: cur, on w. j: state RUNNABLE, claimed by the caller (nobody
+ * else may queue it).
+ */
+bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *j)
+{
+	if (!wft_feat(NEXT_SLOT) || w->next || w->next_streak >= NEXT_STREAK_MAX ||
+	    (j->pin >= 0 && j->pin != w->id))
+		return false;
+	/* relaxed: a placement hint (see wft_wake_target) */
+	if (atomic_load_explicit(&j->worker, memory_order_relaxed) != w &&
+	    (!wft_feat(SYNC_WAKE) || wft_runq_size(w) != 0 || !wft_mailbox_empty(&w->mailbox)))
+		return false;
+	w->next_streak++;
+	wft_stat_inc(w, next_slot);
+	wft_stat_inc(w, wakes_local);
+	atomic_store_explicit(&cur->state, WFT_T_DONE, memory_order_relaxed);
+	switch_to(w, cur, &cur->ctx, j);
+	wft_panic("exited thread resumed");
 }
 
 void wft_worker_schedule(struct wft_worker *w, int how)
@@ -493,8 +526,8 @@ static void *worker_main(void *arg)
 		wft_idle_run(w);
 	}
 	wft_uring_teardown(w);
+	wft_tcb_cache_flush(w);   /* first: it returns stacks to the stack cache */
 	wft_stack_cache_fini(w);
-	wft_tcb_cache_flush(w);
 	wft_tls_worker = NULL;
 	return NULL;
 }

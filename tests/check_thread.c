@@ -266,6 +266,62 @@ START_TEST(attrs)
 }
 END_TEST
 
+/* A TCB keeps its stack after a detached exit or an exit into a waiting
+ * weft joiner (thread.c "Stacks that stay with their TCB"); a later spawn
+ * that takes the TCB with another stack size or guard setting must get a
+ * stack of its own size. The big child touches 3 MiB of its stack: on a
+ * reused default-size stack it would hit the guard page. */
+static void *stack_toucher(void *arg)
+{
+	size_t n = (size_t)(uintptr_t)arg;
+	volatile char *buf = __builtin_alloca(n);
+
+	for (size_t i = 0; i < n; i += 4096)
+		buf[i] = 1;
+	return (void *)(uintptr_t)buf[n - 4096];
+}
+
+static void *stack_reuse_driver(void *arg)
+{
+	(void)arg;
+	for (int round = 0; round < 20; round++) {
+		weft_attr_t a;
+		weft_thread_t t;
+		void *r = NULL;
+
+		/* default size: exits into this joiner, its TCB keeps the stack */
+		WT_CHECK(weft_spawn(&t, ret_arg, NULL, NULL) == 0);
+		WT_CHECK(weft_join(t, NULL) == 0);
+		weft_attr_init(&a);
+		a.detached = 1;
+		WT_CHECK(weft_spawn(NULL, ret_arg, NULL, &a) == 0);
+		weft_yield();
+		/* a bigger stack, and no guard page, from the same TCB cache */
+		weft_attr_init(&a);
+		a.stack_size = 4u << 20;
+		a.guard = round & 1;
+		WT_CHECK(weft_spawn(&t, stack_toucher, (void *)(uintptr_t)(3u << 20), &a) == 0);
+		WT_CHECK(weft_join(t, &r) == 0);
+		WT_CHECK((uintptr_t)r == 1);
+	}
+	return NULL;
+}
+
+START_TEST(stack_reuse_sizes)
+{
+	weft_thread_t t;
+	weft_attr_t a;
+
+	wt_init(_i);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&t, stack_reuse_driver, NULL, &a), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 /* Park/unpark: an unpark before the park makes the park return at once. */
 static void *park_token(void *arg)
 {
@@ -737,6 +793,7 @@ static Suite *thread_suite(void)
 	tcase_add_loop_test(tc, keys_destructors, 0, wt_nconfigs);
 	tcase_add_test(tc, yield_order);
 	tcase_add_loop_test(tc, attrs, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, stack_reuse_sizes, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, park_unpark, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, join_ignores_unpark, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, join_twice, 0, wt_nconfigs);
