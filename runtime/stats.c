@@ -27,11 +27,21 @@ static void add_stats(weft_stats_t *s, const struct wft_stats *w)
 #undef WFT_STAT
 }
 
+/* Spawns and exits of weft threads are not counted twice: they are the
+ * worker's birth and death counters (wft_count_birth/death), which
+ * shutdown needs anyway. relaxed: counters, approximate while running. */
+static void add_born_dead(uint64_t *spawns, uint64_t *exits, struct wft_worker *w)
+{
+	*spawns += (uint64_t)atomic_load_explicit(&w->nborn, memory_order_relaxed);
+	*exits += (uint64_t)atomic_load_explicit(&w->ndead, memory_order_relaxed);
+}
+
 void wft_stats_retire(struct wft_worker *w)
 {
 #define WFT_STAT(name, desc) retired.name += LOAD(&w->stats.name);
 #include "runtime/stats.def"
 #undef WFT_STAT
+	add_born_dead(&retired.spawns, &retired.exits, w);
 }
 
 void wft_stats_reset_unsafe(void);
@@ -51,8 +61,10 @@ int weft_stats_get(weft_stats_t *s)
 	/* acquire: pairs with the release store of RUNNING in weft_init, so
 	 * the workers array is visible */
 	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) == 2)
-		for (int i = 0; i < wft_rt.nworkers; i++)
+		for (int i = 0; i < wft_rt.nworkers; i++) {
 			add_stats(s, &wft_rt.workers[i]->stats);
+			add_born_dead(&s->spawns, &s->exits, wft_rt.workers[i]);
+		}
 	return 0;
 }
 

@@ -438,14 +438,13 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	if (out)
 		*out = detached ? NULL : t;
 
+	/* stats: a worker's spawns are its nborn (wft_count_birth above),
+	 * read by weft_stats_get; only OS-thread spawns need a counter */
 	if (wft_likely(w && pin < 0)) {
-		wft_stat_inc(w, spawns);
 		wft_worker_push_spawn(w, t);
 		return 0;
 	}
-	if (w)
-		wft_stat_inc(w, spawns);
-	else
+	if (!w)
 		wft_stat_os_inc(spawns);
 	{
 		struct wft_worker *target = spawn_target(w, pin);
@@ -487,7 +486,6 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 			t->keep_stack = 1;   /* the joiner frees us at once */
 			atomic_store_explicit(&t->jstate, WFT_J_EXITED_T, memory_order_release);
 			w = wft_worker_self();
-			wft_stat_inc(w, exits);
 			j->wake_reason = WFT_WAKE_NORMAL;
 			/* relaxed: we are its only waker; the switch or the
 			 * queue push publishes */
@@ -511,8 +509,8 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 			break;
 		}
 	}
+	/* stats: exits are the workers' ndead (wft_count_death) */
 	w = wft_worker_self();
-	wft_stat_inc(w, exits);
 leave:
 	atomic_store_explicit(&t->state, WFT_T_DONE, memory_order_relaxed);
 	wft_worker_schedule(w, WFT_SCHED_EXIT);
@@ -618,9 +616,8 @@ static int join_parked(struct wft_worker *w, struct weft_thread *self, struct we
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
 	if (js != WFT_J_EXITED_T)
 		return js == WFT_J_EXITED ? reap(t, ret) : EINVAL;
-	/* ours alone (EXITED_T), no CAS needed. relaxed: nobody else looks
-	 * at a reserved thread's jstate */
-	atomic_store_explicit(&t->jstate, WFT_J_FREE, memory_order_relaxed);
+	/* ours alone (EXITED_T), no CAS needed: nobody else looks at a
+	 * reserved thread's jstate; the free below stores FREE */
 	return reap_owned(t, ret);
 }
 

@@ -208,6 +208,10 @@ static __attribute__((noinline)) bool finish_switch_slow(struct wft_worker *w,
 	if (atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE) {
 		/* keep_stack: written by prev itself before its exit switch, on
 		 * this OS thread (see thread.c "Stacks that stay with their TCB") */
+		/* counted before on_cpu = 0 lets a joiner return: after a join
+		 * the exit counter (weft_stats_get) includes the thread; the
+		 * worker finishing this switch needs nothing shutdown frees */
+		wft_count_death(w);
 		if (!prev->keep_stack)
 			wft_stack_release(w, prev);
 		/* TSan: the fiber dies with the run (see runtime/sanitizer.h);
@@ -222,7 +226,6 @@ static __attribute__((noinline)) bool finish_switch_slow(struct wft_worker *w,
 			/* release: pairs with the joiner's acquire spin */
 			atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 		}
-		wft_count_death(w);
 		return true;
 	}
 	if (prev->park_commit) {

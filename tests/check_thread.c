@@ -75,14 +75,21 @@ static void *tree(void *arg)
 
 START_TEST(spawn_tree)
 {
+	weft_stats_t s0, s1;
 	weft_thread_t t;
 	void *r;
 
 	wt_init(_i);
+	weft_stats_get(&s0);
 	ck_assert_int_eq(weft_spawn(&t, tree, (void *)12L, NULL), 0);
 	ck_assert_int_eq(weft_join(t, &r), 0);
 	wt_assert_no_failure();
 	ck_assert_int_eq((long)r, 4096);
+	/* the spawn and exit counters see every thread of the tree (2^13 - 1),
+	 * spawned from weft threads and from this OS thread */
+	weft_stats_get(&s1);
+	ck_assert_uint_eq(s1.spawns - s0.spawns, 8191);
+	ck_assert_uint_eq(s1.exits - s0.exits, 8191);
 	wt_shutdown();
 }
 END_TEST
