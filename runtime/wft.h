@@ -376,6 +376,11 @@ struct wft_worker {
 	unsigned io_tick;                 /* picks, for the cheap I/O check */
 	uint64_t rng;                     /* victim selection */
 	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
+	/* Spin gate (idle.c "Contended CPUs"): owner only */
+	unsigned spin_phases;             /* spin phases since the last sample */
+	long nivcsw_seen;                 /* involuntary context switches at that sample */
+	weft_time_t spin_off_until;       /* no idle spinning before this time */
+	uint64_t spin_backoff;            /* the current back-off (ns), 0 = none */
 	/* Light-thread births (spawns by threads of this worker) and deaths
 	 * (exits finished here). Written only by the owner, with a plain
 	 * load + release store (no locked RMW, no shared line: a global

@@ -5,6 +5,7 @@
 #include "tests/harness.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -307,6 +308,57 @@ START_TEST(pinned_no_kicks)
 }
 END_TEST
 
+/* Idle spinning backs off when the workers' CPUs are contended (idle.c,
+ * "Contended CPUs"): two OS threads burn both CPUs while weft threads keep
+ * the workers going idle and spinning; the kernel preempts the workers, and
+ * the spin gate must notice. */
+static _Atomic int burn_stop;
+
+static void *os_burner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&burn_stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static void *short_sleeper(void *arg)
+{
+	weft_time_t end = weft_now_ns() + 600000000;   /* 0.6 s */
+
+	(void)arg;
+	while (weft_now_ns() < end)
+		weft_sleep_ns(20000);
+	return NULL;
+}
+
+START_TEST(spin_backs_off_contended)
+{
+	weft_stats_t s0, s1;
+	pthread_t os[2];
+	weft_thread_t t[2];
+
+	wt_init_workers(2);
+	atomic_store(&burn_stop, 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&os[i], NULL, os_burner, NULL), 0);
+	weft_stats_get(&s0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], short_sleeper, NULL, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	weft_stats_get(&s1);
+	atomic_store(&burn_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(os[i], NULL);
+	if (weft_feature("IDLE_SPIN") == 1)
+		ck_assert_uint_gt(s1.spin_backoffs - s0.spin_backoffs, 0);
+	else
+		ck_assert_uint_eq(s1.spin_backoffs - s0.spin_backoffs, 0);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -318,6 +370,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, remote_wakes);
 	tcase_add_test(tc, next_slot_fair);
 	tcase_add_test(tc, pinned_no_kicks);
+	tcase_add_test(tc, spin_backs_off_contended);
 	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);
 	return s;
