@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -138,6 +139,29 @@ static inline void bench_rusage_delta(bench_rusage_t *d, const bench_rusage_t *a
 	d->nivcsw = b->nivcsw - a->nivcsw;
 	d->minflt = b->minflt - a->minflt;
 	d->majflt = b->majflt - a->majflt;
+}
+
+/* An -i NAME option (repeatable): mark the implementation called name in
+ * want[0..n-1] (names[k] is implementation k's name). Returns 0, or -1 if
+ * there is no such implementation. */
+static inline int bench_want_impl(bool *want, const char *const *names, int n, const char *name)
+{
+	for (int k = 0; k < n; k++)
+		if (strcmp(name, names[k]) == 0) {
+			want[k] = true;
+			return 0;
+		}
+	return -1;
+}
+
+/* After option parsing: no -i given means every implementation. */
+static inline void bench_want_default(bool *want, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (want[k])
+			return;
+	for (int k = 0; k < n; k++)
+		want[k] = true;
 }
 
 /* Print one result line to f (stdout if NULL):

@@ -234,7 +234,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	bool want[IMPL_COUNT] = { false }, any = false;
+	bool want[IMPL_COUNT] = { false };
 	long loops = 1000000, cap = 0;
 	int runs = 5, workers = 2, opt, err;
 	struct pp p;
@@ -253,26 +253,17 @@ int main(int argc, char **argv)
 		case 'w':
 			workers = atoi(optarg);
 			break;
-		case 'i': {
-			int k;
-
-			for (k = 0; k < IMPL_COUNT; k++)
-				if (strcmp(optarg, impl_names[k]) == 0)
-					break;
-			if (k == IMPL_COUNT)
+		case 'i':
+			if (bench_want_impl(want, impl_names, IMPL_COUNT, optarg))
 				usage();
-			want[k] = any = true;
 			break;
-		}
 		default:
 			usage();
 		}
 	}
 	if (loops <= 0 || runs <= 0 || runs > RUNS_MAX || cap < 0 || workers <= 0)
 		usage();
-	if (!any)
-		for (int k = 0; k < IMPL_COUNT; k++)
-			want[k] = true;
+	bench_want_default(want, IMPL_COUNT);
 	if (workers < 2 && want[IMPL_WEFT_CROSS]) {
 		fprintf(stderr, "pipe-bench: weft-cross needs 2 workers; skipped\n");
 		want[IMPL_WEFT_CROSS] = false;

@@ -278,7 +278,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	bool want[IMPL_COUNT] = { false }, any = false;
+	bool want[IMPL_COUNT] = { false };
 	struct pipe_cfg *p = calloc(1, sizeof(*p));
 	int runs = 5, workers = 2, opt, err;
 	long cap = 1;
@@ -307,17 +307,10 @@ int main(int argc, char **argv)
 		case 'W':
 			workers = atoi(optarg);
 			break;
-		case 'i': {
-			int k;
-
-			for (k = 0; k < IMPL_COUNT; k++)
-				if (strcmp(optarg, impl_names[k]) == 0)
-					break;
-			if (k == IMPL_COUNT)
+		case 'i':
+			if (bench_want_impl(want, impl_names, IMPL_COUNT, optarg))
 				usage();
-			want[k] = any = true;
 			break;
-		}
 		default:
 			usage();
 		}
@@ -326,9 +319,7 @@ int main(int argc, char **argv)
 	    p->work < 0 || runs <= 0 || runs > RUNS_MAX || workers <= 0)
 		usage();
 	p->cap = (size_t)cap;
-	if (!any)
-		for (int k = 0; k < IMPL_COUNT; k++)
-			want[k] = true;
+	bench_want_default(want, IMPL_COUNT);
 	cfg.workers = workers;
 	if ((err = weft_init(&cfg)))
 		die("weft_init", err);
