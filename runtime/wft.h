@@ -263,6 +263,25 @@ static inline size_t wft_page_size(void)
 
 	return wft_likely(p) ? p : wft_page_size_slow();
 }
+
+/* t's usable stack [lo, lo + len): the requested size plus one colour page
+ * on top (see "Colouring" in runtime/stack.c). */
+static inline char *wft_stack_lo(const struct weft_thread *t)
+{
+	return (char *)t->stack + (t->guard ? wft_page_size() : 0);
+}
+
+static inline size_t wft_stack_len(const struct weft_thread *t)
+{
+	return t->stack_size + wft_page_size();
+}
+
+/* Bytes left unused at the top of t's stack: 0..15 x 256, a hash of the
+ * mapping's address, fixed for the life of the mapping. */
+static inline size_t wft_stack_colour(const struct weft_thread *t)
+{
+	return (size_t)((((uintptr_t)t->stack >> 12) * 0x9E3779B1u) >> 28 & 15) << 8;
+}
 int wft_stack_cache_init(struct wft_worker *w);
 void wft_stack_cache_fini(struct wft_worker *w);
 unsigned wft_stack_cache_keep(void);

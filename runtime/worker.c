@@ -269,15 +269,13 @@ void wft_worker_finish_switch(struct wft_worker *w)
  */
 static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct weft_thread *next)
 {
-	size_t g;
-
 	if (!next->stack && wft_stack_alloc(w, next)) {
 		wft_runq_push_owner(w, next);
 		return false;
 	}
-	g = next->guard ? wft_page_size() : 0;
-	wft_san_stack_fresh((char *)next->stack + g, next->stack_size);
-	wft_ctx_make(&next->ctx, (char *)next->stack + g, next->stack_size,
+	wft_san_stack_fresh(wft_stack_lo(next), wft_stack_len(next));
+	/* colouring: start below the top by the stack's colour (stack.c) */
+	wft_ctx_make(&next->ctx, wft_stack_lo(next), wft_stack_len(next) - wft_stack_colour(next),
 		     wft_thread_start, next, next->fpenv);
 	if (WFT_TSAN && !next->san_fiber)
 		next->san_fiber = wft_san_fiber_create();
@@ -318,10 +316,8 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	if (WFT_ASAN || WFT_TSAN) {
 		void **fake = cur ? (cur->state == WFT_T_DONE ? NULL : &cur->san_fake_stack)
 				  : &w->sched_fake_stack;
-		size_t g = next->guard ? wft_page_size() : 0;
-
-		wft_san_switch_begin(fake, next->san_fiber, (char *)next->stack + g,
-				     next->stack_size);
+		wft_san_switch_begin(fake, next->san_fiber, wft_stack_lo(next),
+				     wft_stack_len(next));
 	}
 	/* relaxed: cur's own state, set by itself */
 	if (cur && atomic_load_explicit(&cur->state, memory_order_relaxed) == WFT_T_DONE)
