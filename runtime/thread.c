@@ -68,6 +68,7 @@
 #include "runtime/sanitizer.h"
 
 #include <atomic_ops.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -80,6 +81,12 @@
 #define TCB_SLAB 256
 /* Per-worker TCB cache bound: twice the slab churn of a spawn burst. */
 #define TCB_CACHE_MAX 512
+
+/* The two hot lines of a TCB (see struct weft_thread in wft.h). */
+#if defined(WFT_CTX_X86_64)
+_Static_assert(offsetof(struct weft_thread, link) == 64, "TCB line 1 starts at link");
+_Static_assert(offsetof(struct weft_thread, fpenv) == 128, "TCB lines 0-1 hold the switch path");
+#endif
 
 struct tcb_slab {
 	struct tcb_slab *next;
@@ -142,9 +149,11 @@ static int slab_grow(void)
 
 	if (wft_fault_alloc())
 		return ENOMEM;
-	s = calloc(1, sizeof(*s));
-	if (!s)
+	/* cache-line aligned: a TCB's first two lines are what a switch
+	 * touches (see struct weft_thread) */
+	if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
 		return ENOMEM;
+	memset(s, 0, sizeof(*s));
 	for (unsigned i = 0; i < TCB_SLAB; i++) {
 		s->tcbs[i].link = i + 1 < TCB_SLAB ? &s->tcbs[i + 1] : NULL;
 		atomic_init(&s->tcbs[i].jstate, WFT_J_FREE);

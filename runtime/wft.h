@@ -161,8 +161,14 @@ struct weft_thread {
 	_Atomic int on_cpu;               /* 1 from dispatch until the next switch has
 	                                   * finished saving ctx (see worker.c) */
 	struct wft_worker *_Atomic worker;/* last worker it ran on (mutex spinners read it) */
+	/* --- second cache line: the rest of what a block/wake/switch touches
+	 * (park commit, token, queue link); exactly 64 bytes on LP64 --- */
 	struct weft_thread *link;         /* runqueue / mailbox / free-list link; the
 	                                   * queue that holds t owns it */
+	/* Park commit: run by the worker once this thread is off its stack
+	 * (wft_worker_finish_switch), to publish that it parked (join). */
+	void (*park_commit)(struct weft_thread *self, void *arg);
+	void *park_arg;
 	/* Mailbox chain header, valid on the first thread of a pushed chain
 	 * while it sits in a mailbox (written by the pusher before its
 	 * publishing CAS): its last thread, length, and whether any of the
@@ -170,8 +176,6 @@ struct weft_thread {
 	struct weft_thread *mb_last;
 	uint32_t mb_n;
 	bool mb_stealable;
-
-	/* --- parking --- */
 	_Atomic int token;                /* unpark token, see "Park protocol" in thread.c */
 	int wake_reason;                  /* enum wft_wake_reason, written by the CAS winner */
 	int pin;                          /* worker index, or -1 */
@@ -195,11 +199,6 @@ struct weft_thread {
 	_Atomic int jstate;               /* join state */
 	struct wft_waiter *joiner;        /* set before the CAS to JOINING (release) */
 	struct weft_thread *jthread;      /* set before the CAS to JOINING_T (release) */
-	/* Park commit: run by the worker once this thread is off its stack
-	 * (wft_worker_finish_switch), to publish that it parked (join). */
-	void (*park_commit)(struct weft_thread *self, void *arg);
-	void *park_arg;
-
 	void **specific;                  /* key values, lazily allocated */
 	unsigned nspecific;
 
@@ -209,7 +208,7 @@ struct weft_thread {
 	void *san_fiber;                  /* TSan fiber, or NULL */
 	void *san_fake_stack;             /* ASan fake-stack save slot */
 	char name[16];
-};
+} wft_cacheline_aligned;   /* TCB slabs are cache-line aligned (thread.c) */
 
 /* The calling light thread, or NULL (OS thread or scheduler loop). */
 struct weft_thread *wft_thread_self(void);
