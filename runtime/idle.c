@@ -16,7 +16,7 @@
  *
  * Order of an idle round (wft_idle_run):
  *   1. steal from a random victim (half of its public ring);
- *   2. spin: poll mailbox, victims and timers for IDLE_SPIN_NS, if fewer
+ *   2. spin: poll mailbox, victims, the io_uring and timers for IDLE_SPIN_NS, if fewer
  *      than max(1, nworkers / 2) workers are already spinning (Go's rule:
  *      spinning workers cost CPU, a few suffice to pick up new work);
  *   3. park (below).
@@ -263,6 +263,17 @@ void wft_idle_run(struct wft_worker *w)
 				t = try_steal(w);
 				if (t) {
 					found_work(w, t);
+					spin_sample(w);
+					return;
+				}
+				/* I/O: with DEFER_TASKRUN the kernel only flags
+				 * completions; they become CQEs (and wake their
+				 * threads) when this worker reaps, so a spinning
+				 * worker that did not look would sit out the spin
+				 * (request of the I/O work: 1-worker echo ping-pong
+				 * 19-21k -> 24-25k round trips/s) */
+				if (w->ring && wft_uring_poll(w)) {
+					found_work(w, NULL);
 					spin_sample(w);
 					return;
 				}
