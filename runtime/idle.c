@@ -112,10 +112,13 @@ static inline uint64_t xorshift(uint64_t *s)
 	return *s = x;
 }
 
+/* Steal from the victims' public rings, then (I5 of runtime/worker.c)
+ * from a busy victim's next slot. */
 static struct weft_thread *try_steal(struct wft_worker *w)
 {
 	int n = wft_rt.nworkers;
 	unsigned start;
+	bool waiting = false;
 
 	if (n < 2 || !wft_feat(STEAL))
 		return NULL;
@@ -128,15 +131,52 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 			continue;
 		wft_stat_inc(w, steal_attempts);
 		t = wft_runq_steal(w, v);
+		if (!t)
+			t = wft_worker_steal_next(w, v, &waiting);
 		if (t)
 			return t;
 	}
 	return NULL;
 }
 
+/* Park timeout (ns) while a victim's next slot holds a thread this worker
+ * is timing for a steal (worker.c I5): look again instead of sleeping
+ * until a kick that will not come (the victim does not know it strands
+ * the thread). Only when the last look saw the same thread and the same
+ * switch count, i.e. not for a pair ping-ponging on the victim. */
+#define NEXT_LOOK_AGAIN_NS 20000
+
+/* Idle tick. Work a busy worker holds without knowing others could use it
+ * (a thread stranded in its next slot by a waker that keeps running,
+ * runtime/worker.c I5) produces no kick. So a parked worker sleeps at most
+ * IDLE_TICK_NS while some other worker is awake, then looks once (the
+ * kernel's periodic load balancing, in its idle-CPU form). Cost: one
+ * wakeup per millisecond per idle worker, only while the runtime has work;
+ * an idle runtime still sleeps for good ("deep", counted in rt.ndeep).
+ * The gap: a worker that parked deep while all were idle, and then another
+ * worker wakes up by itself (its timer, I/O) and strands a thread in its
+ * next slot. So a worker that leaves an unpinned thread in its next slot
+ * while some worker sleeps deep and none spins gets one of them going
+ * (wft_idle_strand_check; that worker then ticks while this one is
+ * awake). The Dekker pair that makes it exact: the parker does ndeep++
+ * then reads nidle; the waking worker did nidle-- before it ran anything,
+ * and reads ndeep before it leaves the slot; all four seq_cst, so one of
+ * the two loads sees the other's update. */
+#define IDLE_TICK_NS 1000000
+
+static bool next_slot_stranded(struct wft_worker *w, struct wft_worker *v)
+{
+	/* relaxed: hints, re-validated by wft_worker_steal_next */
+	struct weft_thread *t = atomic_load_explicit(&v->next, memory_order_relaxed);
+
+	return t && w->nx_victim == v && w->nx_thread == t &&
+	       w->nx_switches == atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches,
+						      memory_order_relaxed);
+}
+
 static bool have_local_work(struct wft_worker *w)
 {
-	return !wft_mailbox_empty(&w->mailbox) || w->next || wft_runq_size(w) > 0;
+	return !wft_mailbox_empty(&w->mailbox) || wft_next_peek(w) || wft_runq_size(w) > 0;
 }
 
 static void idle_set(struct wft_worker *w)
@@ -162,7 +202,8 @@ static void idle_clear(struct wft_worker *w)
 						 ~(1ull << (w->id % 64)), memory_order_relaxed);
 
 	if (old & (1ull << (w->id % 64)))
-		atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_relaxed);
+		/* seq_cst: the store half of the ndeep pattern (see Idle tick) */
+		atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_seq_cst);
 	else
 		atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
 }
@@ -232,6 +273,7 @@ void wft_idle_run(struct wft_worker *w)
 {
 	struct weft_thread *t;
 	weft_time_t deadline;
+	bool look_again = false, deep = false;
 
 	t = try_steal(w);
 	if (t) {
@@ -239,6 +281,13 @@ void wft_idle_run(struct wft_worker *w)
 		return;
 	}
 
+	/* After a park that only had the idle tick as deadline, look once
+	 * (the steal above) and park again without spinning: the tick is a
+	 * periodic look, not news of work (see "Idle tick"). */
+	if (w->tick_parked) {
+		w->tick_parked = false;
+		goto park;
+	}
 	if (wft_feat(IDLE_SPIN) && (!w->spin_off_until || wft_now() >= w->spin_off_until)) {
 		int max = wft_rt.nworkers / 2 > 1 ? wft_rt.nworkers / 2 : 1;
 
@@ -285,6 +334,7 @@ void wft_idle_run(struct wft_worker *w)
 		}
 	}
 
+park:
 	/* Park: announce, re-check, sleep. A worker that wake_one() handed the
 	 * spinning slot gives it back first, also when IDLE_SPIN is off: a
 	 * parked worker that kept it would leave nspinning at 1 forever, and
@@ -307,7 +357,7 @@ void wft_idle_run(struct wft_worker *w)
 	if (idle_claimed(w))
 		goto cancel;
 	/* seq_cst loads: the load half (mailbox, victims, stop flag) */
-	if (atomic_load_explicit(&w->mailbox.head, memory_order_seq_cst) || w->next ||
+	if (atomic_load_explicit(&w->mailbox.head, memory_order_seq_cst) || wft_next_peek(w) ||
 	    wft_runq_size(w) > 0 ||
 	    atomic_load_explicit(&wft_rt.stopping, memory_order_seq_cst))
 		goto cancel;
@@ -315,6 +365,8 @@ void wft_idle_run(struct wft_worker *w)
 		for (int i = 0; i < wft_rt.nworkers; i++) {
 			struct wft_worker *v = wft_rt.workers[i];
 
+			if (v != w && next_slot_stranded(w, v))
+				look_again = true;
 			if (v != w && wft_runq_has_work(v)) {
 				/* private-only work: ask the owner to publish; it
 				 * will kick us (see Surplus) */
@@ -333,6 +385,34 @@ void wft_idle_run(struct wft_worker *w)
 			goto cancel;
 		deadline -= TIMER_EARLY_NS;
 	}
+	{
+		/* Look again soon while a victim strands a thread in its next
+		 * slot; otherwise, while some worker is awake, at least every
+		 * IDLE_TICK_NS (relaxed: a hint, see "Idle tick"). */
+		weft_time_t again = WEFT_TIME_INFINITE;
+
+		if (look_again) {
+			again = wft_now() + NEXT_LOOK_AGAIN_NS;
+		} else if (wft_feat(STEAL)) {
+			/* seq_cst, both: count ourselves deep first, then look
+			 * whether anyone is awake; a worker that wakes up does
+			 * nidle-- (seq_cst, idle_clear) and later reads ndeep
+			 * (seq_cst) before leaving a thread in its next slot:
+			 * either we see it awake and tick, or it sees us deep
+			 * and kicks someone (wft_idle_strand_check). */
+			atomic_fetch_add_explicit(&wft_rt.ndeep, 1, memory_order_seq_cst);
+			deep = true;
+			if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers) {
+				again = wft_now() + IDLE_TICK_NS;
+				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
+				deep = false;
+			}
+		}
+		if (again < deadline) {
+			deadline = again;
+			w->tick_parked = !look_again;
+		}
+	}
 
 	wft_tcb_cache_drop_stacks(w);
 	wft_stack_trim(w, wft_stack_cache_keep());
@@ -341,9 +421,14 @@ void wft_idle_run(struct wft_worker *w)
 		wft_uring_wait(w, deadline);
 	else
 		wft_futex_wait(&w->sleep, WFT_W_SLEEPING, deadline);
+	if (deep)
+		/* relaxed: a count; the protocol needs only the increment's order */
+		atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
 cancel:
-	/* relaxed: our own word; a late kicker's CAS fails harmlessly */
-	atomic_store_explicit(&w->sleep, WFT_W_AWAKE, memory_order_relaxed);
+	/* relaxed: our own word; a late kicker's CAS fails harmlessly. A kick
+	 * is news of work: the next idle round may spin again. */
+	if (atomic_exchange_explicit(&w->sleep, WFT_W_AWAKE, memory_order_relaxed) == WFT_W_KICKED)
+		w->tick_parked = false;
 	idle_clear(w);
 }
 

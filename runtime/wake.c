@@ -60,7 +60,7 @@ void wft_wake_deliver(struct weft_thread *t, int flags)
 	 * so the wakee takes the waker's place at once. Gated on an empty worker
 	 * because the next slot cannot be stolen and nothing preempts the waker. */
 	if ((flags & WFT_WAKE_F_SYNC) && self && t->pin < 0 && wft_feat(SYNC_WAKE) &&
-	    !self->next && wft_runq_size(self) == 0 && wft_mailbox_empty(&self->mailbox))
+	    !wft_next_peek(self) && wft_runq_size(self) == 0 && wft_mailbox_empty(&self->mailbox))
 		target = self;
 	else
 		target = wft_wake_target(t, self);

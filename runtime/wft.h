@@ -315,7 +315,8 @@ void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first
  * stay). Returns how many moved. Owner. */
 uint32_t wft_runq_publish_owner(struct wft_worker *w);
 /* Steal about half of victim's public ring into w's runqueue; returns one
- * thread to run now (or NULL). Context: w's own worker (the thief). */
+ * thread to run now (or NULL). Context: w's own worker (the thief). See
+ * wft_worker_steal_next() for the victim's next slot. */
 struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *victim);
 /* True if a thief could find work in victim (public or private non-empty). */
 bool wft_runq_has_work(struct wft_worker *victim);
@@ -383,7 +384,8 @@ struct wft_uring;     /* runtime/uring.c */
 struct wft_worker {
 	/* --- owner-hot --- */
 	struct weft_thread *current;      /* running thread, NULL in the scheduler loop */
-	struct weft_thread *next;         /* next slot: a just-woken thread */
+	struct weft_thread *_Atomic next; /* next slot: a just-woken thread; only the owner
+	                                   * sets it, a thief may take it (worker.c I5) */
 	unsigned next_streak;             /* consecutive next-slot picks (fairness bound) */
 	int id;
 	struct wft_ctx sched_ctx;         /* the scheduler loop on the OS stack */
@@ -394,6 +396,13 @@ struct wft_worker {
 	unsigned io_tick;                 /* picks, for the cheap I/O check */
 	uint64_t rng;                     /* victim selection */
 	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
+	/* Next-slot steal (worker.c I5): what this worker, as a thief, last saw
+	 * in a victim's next slot. Owner only. */
+	struct wft_worker *nx_victim;
+	struct weft_thread *nx_thread;
+	uint64_t nx_switches;
+	weft_time_t nx_seen;
+	bool tick_parked;                 /* the last park's deadline was the idle tick */
 	/* Spin gate (idle.c "Contended CPUs"): owner only */
 	unsigned spin_phases;             /* spin phases since the last sample */
 	long nivcsw_seen;                 /* involuntary context switches at that sample */
@@ -443,6 +452,8 @@ struct wft_runtime {
 	struct wft_worker **workers;
 	_Atomic int nspinning;            /* workers spinning for work */
 	_Atomic int nidle;                /* workers that announced idle (parked or parking) */
+	_Atomic int ndeep;                /* idle workers parking without the idle tick
+	                                   * (idle.c "Idle tick") */
 	_Atomic uint64_t idle_mask[WEFT_WORKERS_MAX / 64]; /* bit i: worker i parked */
 	_Atomic long os_born;             /* spawns from plain OS threads */
 	_Atomic int quiescing;            /* shutdown is waiting for the last exit */
@@ -455,6 +466,15 @@ struct wft_runtime {
 extern struct wft_runtime wft_rt;
 
 #include "runtime/runq.h"
+
+/* The owner's look at its next slot. relaxed: only the owner sets it, so
+ * NULL is exact; a non-NULL value may have just been stolen (worker.c I5),
+ * which only callers that take it must handle (they exchange). Context:
+ * owner. */
+static inline struct weft_thread *wft_next_peek(struct wft_worker *w)
+{
+	return atomic_load_explicit(&w->next, memory_order_relaxed);
+}
 
 /*
  * The worker running the caller, or NULL on an OS thread.
@@ -538,6 +558,12 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t);
 /* Exit cur directly into j (its joiner); false if j should not run here
  * now (see worker.c). Context: cur on w; j RUNNABLE, owned by the caller. */
 bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *j);
+/* Take the thread sitting in victim's next slot if it has sat there, with
+ * victim running the same thread, for NEXT_STEAL_DELAY_NS (worker.c I5).
+ * Returns it or NULL; *waiting is set if a candidate is being timed (the
+ * caller should look again soon). Context: w's own worker (the thief). */
+struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *victim,
+					  bool *waiting);
 /* Deliver a chain of threads (all targeting w) from another thread. */
 void wft_worker_push_remote(struct wft_worker *w, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n);
@@ -547,6 +573,17 @@ struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *sel
 /* Idle protocol (runtime/idle.c). */
 void wft_idle_kick(struct wft_worker *w);     /* wake w if it announced idle */
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
+/* self just left an unpinned thread in its next slot: if workers sleep
+ * without the idle tick and none spins, get one going (idle.c "Idle
+ * tick"). Inline: it runs at every local wake. Context: self's owner. */
+static inline void wft_idle_strand_check(struct wft_worker *self)
+{
+	/* seq_cst: the load half of the ndeep pattern (see Idle tick);
+	 * relaxed nspinning: someone spinning will look at our next slot */
+	if (wft_unlikely(atomic_load_explicit(&wft_rt.ndeep, memory_order_seq_cst) > 0) &&
+	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+		wft_idle_wake_one(self);
+}
 void wft_idle_run(struct wft_worker *w);      /* called by the scheduler loop when nothing is runnable */
 void wft_idle_kick_force(struct wft_worker *w);  /* shutdown: wake w whatever its state */
 void wft_idle_spin_stop(struct wft_worker *w);   /* w found work: give up its spinning slot */

@@ -11,14 +11,20 @@
  * loop only runs when a worker has nothing to do.
  *
  * Invariants:
- *   I1 Only w's own OS thread reads or writes w->current, w->next, w->prev,
- *      w->rq's private part (except NO_MAILBOX, see runq.c) and w's caches.
+ *   I1 Only w's own OS thread reads or writes w->current, w->prev,
+ *      w->rq's private part (except NO_MAILBOX, see runq.c) and w's caches;
+ *      only it sets w->next (a thief may only take it, I5).
  *   I2 A thread runs on at most one worker at a time: a worker that picked t
  *      waits until t->on_cpu is 0 before switching to it.
  *   I3 The next slot holds at most one thread; a newer local wakee displaces
  *      the older one to the runqueue tail.
  *   I4 NEXT_STREAK_MAX consecutive next-slot picks, then the runqueue goes
  *      first once: two threads waking each other cannot starve the queue.
+ *   I5 The next slot can be stolen, but only from a worker that has kept
+ *      running the same thread since the wakee was put there (Go's runnext
+ *      rule): a waker that blocks soon runs the wakee here with its cache
+ *      warm; a waker that keeps running (a mutex unlocker in a loop) would
+ *      strand it. Protocol below ("Next-slot steal").
  *
  * Pick order (every scheduling point): drain the mailbox into the runqueue
  * tail (FIFO), reap io_uring completions, fire due timers, publish work if a
@@ -40,6 +46,24 @@
  * running worker checks its timer heap only when it is non-empty and only on
  * every TIMER_CHECK_EVERY-th switch; the idle loop checks every time and
  * sleeps until the nearest deadline.
+ *
+ * Next-slot steal (I5). w->next is an atomic pointer. The owner sets it
+ * only when it reads NULL (a plain release store: no thief writes a NULL
+ * slot, thieves only take a non-NULL one) and otherwise exchanges; it takes
+ * it with an exchange (the pick), so owner and thief race only through
+ * RMWs on the slot, and exactly one of them gets the thread: either the
+ * owner's exchange comes first in the slot's modification order (the
+ * thief's CAS then fails: the value is no longer t) or the thief's CAS does
+ * (the owner's exchange then returns NULL and it picks from the runqueue).
+ * The cost is one locked exchange per next-slot pick (not per switch).
+ * Staleness: a thief looking at victim v notes (v, t, v's switch counter,
+ * time); if a later look finds the same thread in the slot and the same
+ * switch count after NEXT_STEAL_DELAY_NS, v has been running one thread
+ * all that time, and the thief takes t with a CAS (acquire: pairs with
+ * the owner's release store of the slot, so t's state is visible). A
+ * wrong guess (v switched twice and put the same t back) only steals a
+ * runnable thread early. An idle worker that sees an occupied next slot
+ * when it parks sleeps with a short timeout (idle.c) so that it looks again.
  *
  * Rejected: switching through the scheduler context on every block (Go's
  * mcall to g0): it costs a second switch per block; the direct switch needs
@@ -88,7 +112,7 @@ struct wft_worker *wft_worker_self_slow(void)
  * Pinned threads can never move, so they are not surplus either. */
 static inline bool have_surplus_n(struct wft_worker *w, uint32_t min)
 {
-	return wft_runq_size(w) + (w->next != NULL) >= min;
+	return wft_runq_size(w) + (wft_next_peek(w) != NULL) >= min;
 }
 
 static inline bool have_surplus(struct wft_worker *w)
@@ -168,7 +192,7 @@ static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft
 	/* I/O: every IO_CHECK_EVERY-th pick while other threads are runnable
 	 * here, and always when nothing else is (see "I/O check cost"). */
 	if (w->ring && ((++w->io_tick % IO_CHECK_EVERY) == 0 ||
-			(!w->next && wft_runq_size(w) == 0)))
+			(!wft_next_peek(w) && wft_runq_size(w) == 0)))
 		wft_uring_poll(w);
 	{
 		/* relaxed: the heap's minimum, a hint written under the heap lock
@@ -183,16 +207,15 @@ static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft
 	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)))
 		answer_split_req(w);
 
-	t = w->next;
-	if (t) {
+	/* I5: exchange, a thief may be taking it (relaxed: only the RMW's
+	 * atomicity matters; we set the slot ourselves) */
+	if (wft_next_peek(w) && (t = atomic_exchange_explicit(&w->next, NULL, memory_order_relaxed))) {
 		if (w->next_streak < NEXT_STREAK_MAX) {
-			w->next = NULL;
 			w->next_streak++;
 			wft_stat_inc(w, next_slot);
 			return t;
 		}
 		/* I4: the pair had its turn; it goes behind the queue */
-		w->next = NULL;
 		wft_runq_push_owner(w, t);
 	}
 	w->next_streak = 0;
@@ -332,6 +355,47 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	finish_switch(w);
 }
 
+/* I5: how long a thread must sit in a busy worker's next slot before a
+ * thief takes it. Go uses 3 us; a switch here costs ~10-50 ns, so a waker
+ * that has not switched for 5 us is running a long stretch. */
+#define NEXT_STEAL_DELAY_NS 5000
+
+struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *v,
+					  bool *waiting)
+{
+	/* acquire: pairs with the owner's release store of the slot */
+	struct weft_thread *t = atomic_load_explicit(&v->next, memory_order_acquire);
+	uint64_t sw;
+	weft_time_t now;
+
+	if (!t || t->pin >= 0 || !wft_feat(STEAL))
+		return NULL;
+	/* relaxed: a counter the owner bumps at every switch (a hint) */
+	sw = atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches, memory_order_relaxed);
+	now = wft_now();
+	if (w->nx_victim != v || w->nx_thread != t || w->nx_switches != sw) {
+		w->nx_victim = v;
+		w->nx_thread = t;
+		w->nx_switches = sw;
+		w->nx_seen = now;
+		*waiting = true;
+		return NULL;
+	}
+	if (now - w->nx_seen < NEXT_STEAL_DELAY_NS) {
+		*waiting = true;
+		return NULL;
+	}
+	w->nx_victim = NULL;
+	/* acq_rel: claims t against the owner's exchange (I5); acquire as
+	 * above. Failure: the owner took it (or put another there). */
+	if (!atomic_compare_exchange_strong_explicit(&v->next, &t, NULL,
+			memory_order_acq_rel, memory_order_relaxed))
+		return NULL;
+	wft_stat_inc(w, steals);
+	wft_stat_inc(w, next_steals);
+	return t;
+}
+
 /*
  * Exit the running thread cur straight into j, a thread this exit made
  * runnable (its joiner): the same outcome as delivering j into this
@@ -346,7 +410,7 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
  */
 bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *j)
 {
-	if (!wft_feat(NEXT_SLOT) || w->next || w->next_streak >= NEXT_STREAK_MAX ||
+	if (!wft_feat(NEXT_SLOT) || wft_next_peek(w) || w->next_streak >= NEXT_STREAK_MAX ||
 	    (j->pin >= 0 && j->pin != w->id))
 		return false;
 	/* relaxed: a placement hint (see wft_wake_target) */
@@ -415,9 +479,19 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
 {
 	if (next_slot && wft_feat(NEXT_SLOT)) {
-		struct weft_thread *old = w->next;
+		struct weft_thread *old = wft_next_peek(w);
 
-		w->next = t;
+		if (!old) {
+			/* release: publishes t to a thief's acquire CAS (I5); a
+			 * NULL slot is written by nobody else */
+			atomic_store_explicit(&w->next, t, memory_order_release);
+			if (t->pin < 0 && wft_feat(STEAL))
+				wft_idle_strand_check(w);
+			return;
+		}
+		/* acq_rel: as above, and the old value may be taken meanwhile
+		 * (then NULL comes back) */
+		old = atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
 		if (!old)
 			return;
 		t = old;   /* I3: the displaced one goes to the tail */

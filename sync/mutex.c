@@ -231,7 +231,7 @@ _Static_assert(_Alignof(struct weft_thread) >= 8, "owner ids need 3 low bits");
 /* Our own worker has other work waiting (the kernel's need_resched). */
 static bool need_resched(struct wft_worker *w)
 {
-	return !wft_mailbox_empty(&w->mailbox) || wft_runq_size(w) > 0 || w->next != NULL;
+	return !wft_mailbox_empty(&w->mailbox) || wft_runq_size(w) > 0 || wft_next_peek(w) != NULL;
 }
 
 static uint32_t os_budget(struct wft_mutex *m)

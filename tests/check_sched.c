@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -359,6 +360,79 @@ START_TEST(spin_backs_off_contended)
 }
 END_TEST
 
+/* A thread woken into the next slot of a worker whose running thread never
+ * blocks again must not be stranded while another worker is idle: the
+ * idle worker's tick finds it, sees the waker still running the same
+ * thread, and steals it (worker.c I5). Before: it ran only after the
+ * waker's 300 ms loop. */
+struct strand {
+	weft_thread_t sleeper;
+	_Atomic int parked, ran_on, stop;
+	_Atomic uint64_t ran_at;
+};
+
+static void *strand_sleeper(void *arg)
+{
+	struct strand *st = arg;
+
+	atomic_store(&st->parked, 1);
+	while (atomic_load(&st->ran_at) == 0) {
+		weft_park();
+		if (atomic_load(&st->stop) || atomic_load(&st->parked) == 2) {
+			atomic_store(&st->ran_on, weft_worker_id());
+			atomic_store(&st->ran_at, weft_now_ns());
+		}
+	}
+	return NULL;
+}
+
+static void *strand_waker(void *arg)
+{
+	struct strand *st = arg;
+	uint64_t t0, end;
+
+	WT_CHECK(weft_spawn(&st->sleeper, strand_sleeper, st, NULL) == 0);
+	while (!atomic_load(&st->parked))
+		weft_yield();
+	weft_sleep_ns(5000000);   /* the sleeper parks; the other worker goes idle */
+	atomic_store(&st->parked, 2);
+	t0 = weft_now_ns();
+	WT_CHECK(weft_unpark(st->sleeper) == 0);   /* local: into our next slot */
+	end = t0 + 300000000;
+	while (weft_now_ns() < end && atomic_load(&st->ran_at) == 0)
+		;                                     /* never blocks */
+	return (void *)(uintptr_t)(atomic_load(&st->ran_at) ? atomic_load(&st->ran_at) - t0 : 0);
+}
+
+START_TEST(stranded_next_slot_stolen)
+{
+	struct strand st;
+	weft_thread_t w;
+	weft_attr_t a;
+	void *r;
+
+	memset(&st, 0, sizeof(st));
+	wt_init_workers(2);
+	weft_attr_init(&a);
+	a.worker = 0;   /* starts there; the sleeper is unpinned */
+	ck_assert_int_eq(weft_spawn(&w, strand_waker, &st, &a), 0);
+	ck_assert_int_eq(weft_join(w, &r), 0);
+	atomic_store(&st.stop, 1);
+	weft_unpark(st.sleeper);
+	ck_assert_int_eq(weft_join(st.sleeper, NULL), 0);
+	wt_assert_no_failure();
+	if (weft_feature("STEAL") == 1 && weft_feature("NEXT_SLOT") == 1 &&
+	    atomic_load(&st.ran_on) == 0 && (uintptr_t)r == 0)
+		ck_abort_msg("the sleeper was stranded behind a running waker");
+	if (weft_feature("STEAL") == 1 && weft_feature("NEXT_SLOT") == 1) {
+		/* ran elsewhere while the waker spun, well before its 300 ms */
+		ck_assert_int_eq(atomic_load(&st.ran_on), 1);
+		ck_assert_uint_lt((uintptr_t)r, 200000000u);
+	}
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -371,6 +445,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, next_slot_fair);
 	tcase_add_test(tc, pinned_no_kicks);
 	tcase_add_test(tc, spin_backs_off_contended);
+	tcase_add_test(tc, stranded_next_slot_stolen);
 	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);
 	return s;

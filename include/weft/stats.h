@@ -38,7 +38,8 @@ typedef struct weft_stats {
 	uint64_t io_cqes;         /* io_uring completions */
 	uint64_t offloads;        /* blocking calls run on the offload pool */
 	uint64_t spin_backoffs;   /* idle spinning paused because the worker's CPU was contended */
-	uint64_t reserved[15];
+	uint64_t next_steals;     /* threads taken from a busy worker's next slot (in steals too) */
+	uint64_t reserved[14];
 } weft_stats_t;
 
 /* Sum every worker's counters into *s. Returns 0, or EINVAL if s is NULL.
