@@ -12,3 +12,8 @@ dist_noinst_SCRIPTS += examples/run-seeds.sh
 include examples/seeds.mk
 include examples/io.mk
 include examples/chan.mk
+
+noinst_PROGRAMS += examples/sync-micro
+examples_sync_micro_SOURCES = examples/sync-micro.c examples/bench.h
+examples_sync_micro_CFLAGS = $(EX_CFLAGS)
+examples_sync_micro_LDADD = $(EX_LDADD)
