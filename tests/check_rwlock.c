@@ -339,13 +339,18 @@ struct tq {
 	_Atomic uint64_t w_elapsed;
 };
 
+/* The writer's deadline: the test must see it queued (polling every 1 ms)
+ * and see the reader queue behind it (5 ms) within it. 100 ms failed once
+ * under ASan on a host loaded 8x (the poll missed the whole window). */
+#define TQ_DEADLINE_NS 400000000ull
+
 static void tq_writer(int idx, void *arg)
 {
 	struct tq *t = arg;
 	weft_time_t t0 = weft_now_ns();
 
 	(void)idx;
-	atomic_store(&t->w_rc, weft_rwlock_timedwrlock(&t->rw, t0 + 100000000ull));
+	atomic_store(&t->w_rc, weft_rwlock_timedwrlock(&t->rw, t0 + TQ_DEADLINE_NS));
 	atomic_store(&t->w_elapsed, weft_now_ns() - t0);
 }
 
@@ -378,7 +383,7 @@ START_TEST(test_timeout)
 	wt_init(_i);
 	for (int os = 0; os < 2; os++) {
 		atomic_store(&t.r2_in, 0);
-		/* we hold a read lock; a writer queues with a 100 ms deadline;
+		/* we hold a read lock; a writer queues with a TQ_DEADLINE_NS deadline;
 		 * a reader queues behind the writer (writer preference) */
 		ck_assert_int_eq(weft_rwlock_rdlock(&t.rw), 0);
 		sc_start(&gw, !os, os, tq_writer, &t);
@@ -388,7 +393,7 @@ START_TEST(test_timeout)
 		ck_assert_int_eq(atomic_load(&t.r2_in), 0);   /* behind the writer */
 		sc_join(&gw);
 		ck_assert_int_eq(atomic_load(&t.w_rc), ETIMEDOUT);
-		ck_assert_uint_ge(atomic_load(&t.w_elapsed), 99000000ull);
+		ck_assert_uint_ge(atomic_load(&t.w_elapsed), TQ_DEADLINE_NS - 1000000ull);
 		/* the writer is gone: the queued reader joins our read phase
 		 * while we still hold our read lock */
 		sc_join(&gr);
