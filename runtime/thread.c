@@ -442,6 +442,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	 * (release) below */
 	atomic_store_explicit(&t->jstate, detached ? WFT_J_DETACHED : WFT_J_JOINABLE,
 			      memory_order_relaxed);
+	/* relaxed: likewise published by the push */
 	atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
 	wft_count_birth(w);
 	if (out)

@@ -420,6 +420,8 @@ bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct we
 	w->next_streak++;
 	wft_stat_inc(w, next_slot);
 	wft_stat_inc(w, wakes_local);
+	/* relaxed: read on this worker only, by finish_switch after the
+	 * switch (the joiner reads t's jstate, published with release) */
 	atomic_store_explicit(&cur->state, WFT_T_DONE, memory_order_relaxed);
 	switch_to(w, cur, &cur->ctx, j);
 	wft_panic("exited thread resumed");
