@@ -13,6 +13,11 @@
  * weft_init() starts from nothing (the CK_FORK=no test run proves it).
  */
 #include "runtime/wft.h"
+#include "runtime/sanitizer.h"
+
+#ifdef HAVE_VALGRIND_VALGRIND_H
+int wft_vg_running;
+#endif
 
 #include <sched.h>
 #include <stdarg.h>
@@ -133,6 +138,9 @@ int weft_init(const weft_config_t *cfg)
 		return EINVAL;
 	}
 	wft_features = feats;
+#ifdef HAVE_VALGRIND_VALGRIND_H
+	wft_vg_running = RUNNING_ON_VALGRIND != 0;
+#endif
 
 	ncpu = affinity_cpus(wft_rt.cpus, WEFT_WORKERS_MAX);
 	wft_rt.nworkers = cfg->workers ? cfg->workers : ncpu;

@@ -85,7 +85,10 @@ static inline struct weft_thread *wft_runq_pop_owner(struct wft_worker *w)
 		if (t)
 			return t;
 	}
-	if (!q->phead && wft_feat(MAILBOX))
+	/* The unlocked peek only with MAILBOX: without it remote wakers write
+	 * phead under rqlock, and even a discarded plain read is a data race
+	 * (TSan, WEFT_FEATURES=NO_MAILBOX; found by review) */
+	if (wft_feat(MAILBOX) && !q->phead)
 		return NULL;
 	wft_rq_lock(w);
 	t = q->phead;

@@ -121,14 +121,13 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
 {
-	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
 	struct stack_entry e = { t->stack, t->stack_size, t->guard, t->stack_vg };
 
 	if (!t->stack)
 		return;
 	t->stack = NULL;
 	if (w && w->nstacks < w->stack_cache_cap) {
-		cache[w->nstacks++] = e;
+		((struct stack_entry *)w->stack_cache)[w->nstacks++] = e;
 		return;
 	}
 	stack_unmap(&e);

@@ -408,6 +408,8 @@ struct wft_worker {
 	long nivcsw_seen;                 /* involuntary context switches at that sample */
 	weft_time_t spin_off_until;       /* no idle spinning before this time */
 	uint64_t spin_backoff;            /* the current back-off (ns), 0 = none */
+	bool spin_based;                  /* a sampling window is open (nivcsw_seen valid) */
+	bool spin_check_due;              /* close the window at the next idle entry */
 	/* Light-thread births (spawns by threads of this worker) and deaths
 	 * (exits finished here). Written only by the owner, with a plain
 	 * load + release store (no locked RMW, no shared line: a global

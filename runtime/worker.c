@@ -176,7 +176,12 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 	 * published: with only pinned threads queued, kicking a sleeper made
 	 * it wake, find nothing, ask again and sleep, ~40k times a second
 	 * (the yield benchmark's pinned pair; test sched/pinned_no_kicks). */
-	if (wft_runq_publish_owner(w))
+	if (wft_runq_publish_owner(w) ||
+	    /* relaxed: our own ring's bounds (a thief only makes it emptier);
+	     * work already public (the ring was full, or only pinned threads
+	     * are private) still needs a looker (found by review) */
+	    atomic_load_explicit(&w->rq.tail, memory_order_relaxed) !=
+	    atomic_load_explicit(&w->rq.head, memory_order_relaxed))
 		maybe_wake_idle(w, true, 0);
 }
 
@@ -403,8 +408,11 @@ struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worke
  * streak, I4), minus the push and the pick. Only when that is where j
  * would run: j may run here (unpinned or pinned here), the next slot is
  * free and its streak not used up, and j last ran here or this worker has
- * nothing else (the sync wakeup rule of runtime/wake.c). Returns false
- * without doing anything otherwise; never returns when it switched.
+ * nothing else (the sync wakeup rule of runtime/wake.c). It skips the
+ * pick's side work (mailbox drain, I/O poll, timer tick, a thief's
+ * request); the streak bound makes the next full pick at most
+ * NEXT_STREAK_MAX switches away. Returns false without doing anything
+ * otherwise; never returns when it switched.
  * Context: cur, on w. j: state RUNNABLE, claimed by the caller (nobody
  * else may queue it).
  */
