@@ -736,7 +736,9 @@ static int count_maps(void)
 			n += !in_asan_shadow(lo);
 		} else {
 			n += prev_guard && prev_end == lo && perms[0] == 'r' && perms[1] == 'w' &&
-			     hi - lo == WEFT_STACK_DEFAULT;
+			     /* the usable part: the size plus the colour page
+			      * (runtime/stack.c "Colouring") */
+			     hi - lo == WEFT_STACK_DEFAULT + (uintptr_t)sysconf(_SC_PAGESIZE);
 			prev_guard = !strncmp(perms, "---p", 4) &&
 				     hi - lo == (uintptr_t)sysconf(_SC_PAGESIZE);
 			prev_end = hi;
