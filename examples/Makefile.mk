@@ -3,7 +3,7 @@ EX_CFLAGS = $(AM_CFLAGS)
 EX_LDADD = libweft.la -lpthread -lm
 
 noinst_PROGRAMS += examples/weft-micro
-examples_weft_micro_SOURCES = examples/weft-micro.c examples/bench.h
+examples_weft_micro_SOURCES = examples/weft-micro.c examples/bench.h examples/bench_weft.h
 examples_weft_micro_CFLAGS = $(EX_CFLAGS)
 examples_weft_micro_LDADD = $(EX_LDADD)
 
@@ -14,6 +14,6 @@ include examples/io.mk
 include examples/chan.mk
 
 noinst_PROGRAMS += examples/sync-micro
-examples_sync_micro_SOURCES = examples/sync-micro.c examples/bench.h
+examples_sync_micro_SOURCES = examples/sync-micro.c examples/bench.h examples/bench_weft.h
 examples_sync_micro_CFLAGS = $(EX_CFLAGS)
 examples_sync_micro_LDADD = $(EX_LDADD)

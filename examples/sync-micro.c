@@ -26,57 +26,11 @@
  *
  * Output lines: bench=NAME impl=IMPL param=K=V,... value=X unit=U
  */
-#include "examples/bench.h"
+#include "examples/bench_weft.h"
 
 #include <semaphore.h>
-#include <stdatomic.h>
-#include <weft.h>
 
 static int runs = 5;
-
-static bool want(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (!list)
-		return true;
-	for (const char *p = list; (p = strstr(p, name)); p += n)
-		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
-static void *dret(double v)
-{
-	void *r;
-
-	memcpy(&r, &v, sizeof(v));
-	return r;
-}
-
-static double vret(void *r)
-{
-	double v;
-
-	memcpy(&v, &r, sizeof(v));
-	return v;
-}
-
-/* Run fn(arg) in a weft thread on worker 0 and return its double result. */
-static double in_weft(void *(*fn)(void *), void *arg)
-{
-	weft_attr_t a;
-	weft_thread_t t;
-	void *r = NULL;
-
-	weft_attr_init(&a);
-	a.worker = 0;
-	if (weft_spawn(&t, fn, arg, &a) || weft_join(t, &r)) {
-		fprintf(stderr, "sync-micro: spawn/join failed\n");
-		exit(1);
-	}
-	return vret(r);
-}
 
 static double run_median(double (*one)(void *), void *arg)
 {
@@ -109,13 +63,13 @@ static double unc_weft_loop(void)
 static void *unc_weft_thread(void *arg)
 {
 	(void)arg;
-	return dret(unc_weft_loop());
+	return bench_dret(unc_weft_loop());
 }
 
 static double unc_weft(void *arg)
 {
 	(void)arg;
-	return in_weft(unc_weft_thread, NULL);
+	return bench_in_weft(unc_weft_thread, NULL);
 }
 
 static double unc_weft_os(void *arg)
@@ -182,24 +136,6 @@ struct party {
 	struct pair *p;
 	int me;
 };
-
-static void *weft_busy(void *arg)
-{
-	struct pair *p = arg;
-
-	while (!atomic_load_explicit(&p->stop_busy, memory_order_relaxed))
-		weft_yield();
-	return NULL;
-}
-
-static void *pthread_busy(void *arg)
-{
-	struct pair *p = arg;
-
-	while (!atomic_load_explicit(&p->stop_busy, memory_order_relaxed))
-		sched_yield();
-	return NULL;
-}
 
 /* mutex_handoff: i even -> party 0 holds, party 1 waits; odd: reverse.
  * stage: 0 idle, 1 holder has the lock, 2 waiter is calling lock, 3 the
@@ -315,7 +251,7 @@ static void *weft_pair_run(void *arg)
 	for (int i = 0; i < 2; i++) {
 		weft_attr_init(&at);
 		at.worker = i % n;
-		weft_spawn(&busy[i], weft_busy, &p, &at);
+		weft_spawn(&busy[i], bench_weft_busy, &p.stop_busy, &at);
 	}
 	t0 = bench_now_ns();
 	for (int i = 0; i < 2; i++) {
@@ -333,12 +269,12 @@ static void *weft_pair_run(void *arg)
 	weft_mutex_destroy(&p.m);
 	weft_sem_destroy(&p.s[0]);
 	weft_sem_destroy(&p.s[1]);
-	return dret(pa->per ? (double)t0 / pa->per : (double)p.lat_ns / HO_TURNS);
+	return bench_dret(pa->per ? (double)t0 / pa->per : (double)p.lat_ns / HO_TURNS);
 }
 
 static double weft_pair(void *arg)
 {
-	return in_weft(weft_pair_run, arg);
+	return bench_in_weft(weft_pair_run, arg);
 }
 
 struct pthread_pair_arg {
@@ -359,7 +295,7 @@ static double pthread_pair(void *arg)
 	sem_init(&p.ps[0], 0, 0);
 	sem_init(&p.ps[1], 0, 0);
 	for (int i = 0; i < 2; i++) {
-		pthread_create(&busy[i], NULL, pthread_busy, &p);
+		pthread_create(&busy[i], NULL, bench_pthread_busy, &p.stop_busy);
 		bench_pin_thread(busy[i], bench_cpu_nth(i));
 	}
 	t0 = bench_now_ns();
@@ -407,7 +343,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "weft_init: %s\n", strerror(rc));
 		return 1;
 	}
-	if (want(benches, "mutex_uncontended")) {
+	if (bench_want(benches, "mutex_uncontended")) {
 		snprintf(param, sizeof(param), "n=%d", UNC_N);
 		bench_result(NULL, "mutex_uncontended", "weft", param, run_median(unc_weft, NULL), "ns");
 		bench_result(NULL, "mutex_uncontended", "weft-os", param,
@@ -417,7 +353,7 @@ int main(int argc, char **argv)
 		bench_result(NULL, "mutex_uncontended", "pthread", param,
 			     run_median(unc_pthread, NULL), "ns");
 	}
-	if (want(benches, "mutex_handoff")) {
+	if (bench_want(benches, "mutex_handoff")) {
 		struct weft_pair_arg wa = { weft_ho_party, 0 };
 		struct pthread_pair_arg pa = { pthread_ho_party, 0 };
 
@@ -425,7 +361,7 @@ int main(int argc, char **argv)
 		bench_result(NULL, "mutex_handoff", "weft", param, run_median(weft_pair, &wa), "ns");
 		bench_result(NULL, "mutex_handoff", "pthread", param, run_median(pthread_pair, &pa), "ns");
 	}
-	if (want(benches, "sem_wake")) {
+	if (bench_want(benches, "sem_wake")) {
 		struct weft_pair_arg wa = { weft_sw_party, 2.0 * SW_ROUNDS };
 		struct pthread_pair_arg pa = { pthread_sw_party, 2.0 * (SW_ROUNDS / 4) };
 

@@ -24,7 +24,7 @@
  *
  * Output lines: bench=NAME impl=IMPL param=K=V,... value=X unit=U
  */
-#include "examples/bench.h"
+#include "examples/bench_weft.h"
 
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -48,31 +48,6 @@ static void start_weft(int workers)
 	}
 }
 
-/* Run fn(arg) in a weft thread pinned to worker 0 and return its result
- * (benchmarks measure inside the runtime, as an application would). */
-static double in_weft(void *(*fn)(void *), void *arg)
-{
-	weft_attr_t a;
-	weft_thread_t t;
-	void *r;
-	double v;
-
-	weft_attr_init(&a);
-	a.worker = 0;
-	weft_spawn(&t, fn, arg, &a);
-	weft_join(t, &r);
-	memcpy(&v, &r, sizeof(v));
-	return v;
-}
-
-static void *dret(double v)
-{
-	void *r;
-
-	memcpy(&r, &v, sizeof(v));
-	return r;
-}
-
 static void *nop(void *arg)
 {
 	return arg;
@@ -94,7 +69,7 @@ static void *weft_seq(void *arg)
 		weft_spawn(&t, nop, NULL, NULL);
 		weft_join(t, NULL);
 	}
-	return dret((double)(bench_now_ns() - t0) / SEQ_N);
+	return bench_dret((double)(bench_now_ns() - t0) / SEQ_N);
 }
 
 static weft_thread_t bulk_ts[BULK_N];
@@ -108,7 +83,7 @@ static void *weft_bulk(void *arg)
 		weft_spawn(&bulk_ts[i], nop, NULL, NULL);
 	for (int i = 0; i < BULK_N; i++)
 		weft_join(bulk_ts[i], NULL);
-	return dret((double)(bench_now_ns() - t0) / BULK_N);
+	return bench_dret((double)(bench_now_ns() - t0) / BULK_N);
 }
 
 static double pthread_seq(int n)
@@ -171,7 +146,7 @@ static void *weft_yield_bench(void *arg)
 	t0 = bench_now_ns();
 	weft_join(t[0], NULL);
 	weft_join(t[1], NULL);
-	return dret((double)(bench_now_ns() - t0) / (2.0 * YIELDS));
+	return bench_dret((double)(bench_now_ns() - t0) / (2.0 * YIELDS));
 }
 
 static void *pthread_yielder(void *arg)
@@ -230,15 +205,6 @@ static void *weft_pinger(void *arg)
 	return NULL;
 }
 
-static void *weft_busy(void *arg)
-{
-	struct pp *p = arg;
-
-	while (!atomic_load_explicit(&p->stop_busy, memory_order_relaxed))
-		weft_yield();
-	return NULL;
-}
-
 /* mode 0: same worker; 1: cross, busy workers; 2: cross, otherwise idle */
 static void *weft_pp_bench(void *arg)
 {
@@ -257,7 +223,7 @@ static void *weft_pp_bench(void *arg)
 		for (int i = 0; i < 2; i++) {
 			weft_attr_init(&at);
 			at.worker = i % n;
-			weft_spawn(&busy[i], weft_busy, &p, &at);
+			weft_spawn(&busy[i], bench_weft_busy, &p.stop_busy, &at);
 		}
 	t0 = bench_now_ns();
 	for (int i = 0; i < 2; i++) {
@@ -274,7 +240,7 @@ static void *weft_pp_bench(void *arg)
 		weft_join(busy[0], NULL);
 		weft_join(busy[1], NULL);
 	}
-	return dret((double)t0 / PP_ROUNDS);
+	return bench_dret((double)t0 / PP_ROUNDS);
 }
 
 static void *pthread_pinger(void *arg)
@@ -294,15 +260,6 @@ static void *pthread_pinger(void *arg)
 	return NULL;
 }
 
-static void *pthread_spinner(void *arg)
-{
-	struct pp *p = arg;
-
-	while (!atomic_load_explicit(&p->stop_busy, memory_order_relaxed))
-		sched_yield();
-	return NULL;
-}
-
 static double pthread_pp_bench(int mode)
 {
 	struct pp p;
@@ -316,7 +273,7 @@ static double pthread_pp_bench(int mode)
 	sem_init(&p.sem[1], 0, 0);
 	if (mode == 1)
 		for (int i = 0; i < 2; i++) {
-			pthread_create(&busy[i], NULL, pthread_spinner, &p);
+			pthread_create(&busy[i], NULL, bench_pthread_busy, &p.stop_busy);
 			bench_pin_thread(busy[i], bench_cpu_nth(i));
 		}
 	t0 = bench_now_ns();
@@ -401,23 +358,10 @@ static void *timer_once(void *arg)
 
 	(void)arg;
 	weft_sleep_until(d);
-	return dret((double)(bench_now_ns() - d) / 1e3);
+	return bench_dret((double)(bench_now_ns() - d) / 1e3);
 }
 
 /* ---------------------------------------------------------------------- */
-
-static int want(const char *list, const char *name)
-{
-	const char *p;
-	size_t n = strlen(name);
-
-	if (!list)
-		return 1;
-	for (p = list; (p = strstr(p, name)); p += n)
-		if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
-			return 1;
-	return 0;
-}
 
 #define MEDIAN_OF(expr) ({ \
 	double v_[64]; \
@@ -454,28 +398,28 @@ int main(int argc, char **argv)
 	if (do_weft)
 		start_weft(ncpu >= 2 ? ncpu : 2);
 
-	if (want(benches, "spawn_join_seq")) {
+	if (bench_want(benches, "spawn_join_seq")) {
 		snprintf(param, sizeof(param), "n=%d", SEQ_N);
 		if (do_weft)
 			bench_result(NULL, "spawn_join_seq", "weft", param,
-				     MEDIAN_OF(in_weft(weft_seq, NULL)), "ns");
+				     MEDIAN_OF(bench_in_weft(weft_seq, NULL)), "ns");
 		if (do_pthread)
 			bench_result(NULL, "spawn_join_seq", "pthread", "n=20000",
 				     MEDIAN_OF(pthread_seq(20000)), "ns");
 	}
-	if (want(benches, "spawn_join_bulk")) {
+	if (bench_want(benches, "spawn_join_bulk")) {
 		snprintf(param, sizeof(param), "n=%d", BULK_N);
 		if (do_weft)
 			bench_result(NULL, "spawn_join_bulk", "weft", param,
-				     MEDIAN_OF(in_weft(weft_bulk, NULL)), "ns");
+				     MEDIAN_OF(bench_in_weft(weft_bulk, NULL)), "ns");
 		if (do_pthread)
 			bench_result(NULL, "spawn_join_bulk", "pthread", "n=10000",
 				     MEDIAN_OF(pthread_bulk(10000)), "ns");
 	}
-	if (want(benches, "yield")) {
+	if (bench_want(benches, "yield")) {
 		if (do_weft)
 			bench_result(NULL, "yield", "weft", "threads=2,workers=1",
-				     MEDIAN_OF(in_weft(weft_yield_bench, NULL)), "ns");
+				     MEDIAN_OF(bench_in_weft(weft_yield_bench, NULL)), "ns");
 		if (do_pthread)
 			bench_result(NULL, "yield", "pthread", "threads=2,cpus=1",
 				     MEDIAN_OF(pthread_yield_bench()), "ns");
@@ -484,17 +428,17 @@ int main(int argc, char **argv)
 		static const char *names[3] = { "pingpong_same", "pingpong_cross", "pingpong_idle" };
 
 		for (int m = 0; m < 3; m++) {
-			if (!want(benches, names[m]))
+			if (!bench_want(benches, names[m]))
 				continue;
 			if (do_weft)
 				bench_result(NULL, names[m], "weft", "primitive=park_unpark",
-					     MEDIAN_OF(in_weft(weft_pp_bench, (void *)(intptr_t)m)), "ns");
+					     MEDIAN_OF(bench_in_weft(weft_pp_bench, (void *)(intptr_t)m)), "ns");
 			if (do_pthread)
 				bench_result(NULL, names[m], "pthread", "primitive=sem_t",
 					     MEDIAN_OF(pthread_pp_bench(m)), "ns");
 		}
 	}
-	if (want(benches, "fib")) {
+	if (bench_want(benches, "fib")) {
 		uint64_t t0 = bench_now_ns();
 		long r = fib_seq(30);
 		double seq_ms = (double)(bench_now_ns() - t0) / 1e6;
@@ -532,16 +476,16 @@ int main(int argc, char **argv)
 				     bench_median(per, (size_t)runs), "ns");
 		}
 	}
-	if (want(benches, "timer") && do_weft) {
+	if (bench_want(benches, "timer") && do_weft) {
 		double late[200];
 
 		for (int i = 0; i < 200; i++)
-			late[i] = in_weft(timer_once, NULL);
+			late[i] = bench_in_weft(timer_once, NULL);
 		bench_median(late, 200);
 		bench_result(NULL, "timer_late_median", "weft", "sleep=1ms", late[100], "us");
 		bench_result(NULL, "timer_late_max", "weft", "sleep=1ms", late[199], "us");
 	}
-	if (want(benches, "timer") && do_pthread) {
+	if (bench_want(benches, "timer") && do_pthread) {
 		/* the kernel baseline: clock_nanosleep(TIMER_ABSTIME) from a plain
 		 * thread, with the default timer slack an application gets */
 		double late[200];
@@ -558,7 +502,7 @@ int main(int argc, char **argv)
 		bench_result(NULL, "timer_late_median", "pthread", "sleep=1ms", late[100], "us");
 		bench_result(NULL, "timer_late_max", "pthread", "sleep=1ms", late[199], "us");
 	}
-	if (want(benches, "idle") && do_weft) {
+	if (bench_want(benches, "idle") && do_weft) {
 		bench_rusage_t a, b, d;
 		uint64_t t0;
 
