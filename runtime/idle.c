@@ -167,9 +167,10 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 static bool next_slot_stranded(struct wft_worker *w, struct wft_worker *v)
 {
 	/* relaxed: hints, re-validated by wft_worker_steal_next */
-	struct weft_thread *t = atomic_load_explicit(&v->next, memory_order_relaxed);
+	uintptr_t val = atomic_load_explicit(&v->next, memory_order_relaxed);
+	struct weft_thread *t = wft_next_untag(val);
 
-	return t && w->nx_victim == v && w->nx_thread == t &&
+	return t && !(val & WFT_NEXT_PINNED) && w->nx_victim == v && w->nx_thread == t &&
 	       w->nx_switches == atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches,
 						      memory_order_relaxed);
 }
@@ -244,6 +245,15 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
 	if (was_spinning && atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0 &&
 	    atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
 		wft_idle_wake_one(w);
+}
+
+/* The scheduler loop's pick found work (a worker claimed by wake_one
+ * holds the spinning slot when it wakes; dropping it silently left nobody
+ * looking: found by review). */
+void wft_idle_found_work(struct wft_worker *w)
+{
+	if (spinning(w))
+		found_work(w, NULL);
 }
 
 /* The worker's involuntary context switches so far, or -1. */
@@ -442,6 +452,9 @@ park:
 				again = wft_now() + IDLE_TICK_NS;
 				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
 				deep = false;
+			} else {
+				/* relaxed: a preference hint for wake_deep */
+				atomic_store_explicit(&w->deep, true, memory_order_relaxed);
 			}
 		}
 		if (again < deadline) {
@@ -457,9 +470,13 @@ park:
 		wft_uring_wait(w, deadline);
 	else
 		wft_futex_wait(&w->sleep, WFT_W_SLEEPING, deadline);
-	if (deep)
-		/* relaxed: a count; the protocol needs only the increment's order */
+	if (deep) {
+		/* relaxed: a hint (see wft_idle_wake_deep) */
+		atomic_store_explicit(&w->deep, false, memory_order_relaxed);
+		/* relaxed: a count; the protocol needs only the increment's
+		 * order (a stale high value costs one extra wake) */
 		atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
+	}
 cancel:
 	/* relaxed: our own word; a late kicker's CAS fails harmlessly. A kick
 	 * is news of work: the next idle round may spin again. */
@@ -502,7 +519,11 @@ void wft_idle_kick_force(struct wft_worker *w)
 	wft_futex_wake(&w->sleep, 1);
 }
 
-void wft_idle_wake_one(struct wft_worker *self)
+/* wake_one's scan. prefer_deep: claim a worker parked without the idle
+ * tick if there is one (a ticking worker will look by itself within a
+ * millisecond; waking it instead left ndeep > 0, and every later strand
+ * check woke it again: found by review). */
+static void wake_pick(struct wft_worker *self, bool prefer_deep)
 {
 	int zero = 0;
 
@@ -517,15 +538,34 @@ void wft_idle_wake_one(struct wft_worker *self)
 		uint64_t m = atomic_load_explicit(&wft_rt.idle_mask[i], memory_order_relaxed);
 
 		while (m) {
-			int b = __builtin_ctzll(m);
-			struct wft_worker *v = wft_rt.workers[i * 64 + b];
+			uint64_t cand = m;
+			int b;
+			struct wft_worker *v;
 
+			if (prefer_deep) {
+				uint64_t d = 0;
+
+				for (uint64_t r = m; r; r &= r - 1) {
+					int k = __builtin_ctzll(r);
+
+					/* relaxed: a preference hint */
+					if (atomic_load_explicit(&wft_rt.workers[i * 64 + k]->deep,
+								 memory_order_relaxed))
+						d |= 1ull << k;
+				}
+				if (d)
+					cand = d;
+			}
+			b = __builtin_ctzll(cand);
+			v = wft_rt.workers[i * 64 + b];
 			/* seq_cst: the store half of the claim pattern; the kick's
 			 * seq_cst load of v->sleep is the load half (see Park) */
 			if (v != self && atomic_compare_exchange_weak_explicit(&wft_rt.idle_mask[i], &m,
 					m & ~(1ull << b), memory_order_seq_cst, memory_order_relaxed)) {
-				/* relaxed: a count, a hint for the owners' checks */
-				atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_relaxed);
+				/* seq_cst: v's share of the nidle decrement that the
+				 * ndeep pattern relies on (see Idle tick): v skips its
+				 * own in idle_clear() */
+				atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_seq_cst);
 				/* v inherits our spinning slot: it finds its bit
 				 * clear in idle_clear() and sets its own flag */
 				wft_idle_kick(v);
@@ -537,6 +577,16 @@ void wft_idle_wake_one(struct wft_worker *self)
 	}
 	/* nobody idle after all */
 	atomic_fetch_sub_explicit(&wft_rt.nspinning, 1, memory_order_relaxed);
+}
+
+void wft_idle_wake_one(struct wft_worker *self)
+{
+	wake_pick(self, false);
+}
+
+void wft_idle_wake_deep(struct wft_worker *self)
+{
+	wake_pick(self, true);
 }
 
 /* ---------------------------------------------------------------------- */

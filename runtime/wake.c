@@ -58,7 +58,8 @@ void wft_wake_deliver(struct weft_thread *t, int flags)
 	/* Sync wakeup (the kernel's WF_SYNC with nr_running == 1, Go's runnext):
 	 * the waker is about to block and its worker has nothing else to run,
 	 * so the wakee takes the waker's place at once. Gated on an empty worker
-	 * because the next slot cannot be stolen and nothing preempts the waker. */
+	 * because nothing preempts the waker, and a thief takes a thread from
+	 * the next slot only after it has sat there a while (worker.c I5). */
 	if ((flags & WFT_WAKE_F_SYNC) && self && t->pin < 0 && wft_feat(SYNC_WAKE) &&
 	    !wft_next_peek(self) && wft_runq_size(self) == 0 && wft_mailbox_empty(&self->mailbox))
 		target = self;

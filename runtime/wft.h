@@ -384,8 +384,9 @@ struct wft_uring;     /* runtime/uring.c */
 struct wft_worker {
 	/* --- owner-hot --- */
 	struct weft_thread *current;      /* running thread, NULL in the scheduler loop */
-	struct weft_thread *_Atomic next; /* next slot: a just-woken thread; only the owner
-	                                   * sets it, a thief may take it (worker.c I5) */
+	_Atomic uintptr_t next;           /* next slot: a just-woken thread, tagged with
+	                                   * WFT_NEXT_PINNED; only the owner sets it, a
+	                                   * thief may take it (worker.c I5) */
 	unsigned next_streak;             /* consecutive next-slot picks (fairness bound) */
 	int id;
 	struct wft_ctx sched_ctx;         /* the scheduler loop on the OS stack */
@@ -403,6 +404,8 @@ struct wft_worker {
 	uint64_t nx_switches;
 	weft_time_t nx_seen;
 	bool tick_parked;                 /* the last park's deadline was the idle tick */
+	_Atomic bool deep;                /* parked without the idle tick (counted in
+	                                   * rt.ndeep); read by wake_one's choice */
 	/* Spin gate (idle.c "Contended CPUs"): owner only */
 	unsigned spin_phases;             /* spin phases since the last sample */
 	long nivcsw_seen;                 /* involuntary context switches at that sample */
@@ -469,13 +472,30 @@ extern struct wft_runtime wft_rt;
 
 #include "runtime/runq.h"
 
+/* The next slot holds a TCB pointer (cache-line aligned, so bit 0 is free)
+ * tagged with WFT_NEXT_PINNED if the thread is pinned: a thief decides
+ * from the slot value alone and never reads a TCB it does not own, and a
+ * TCB reused by a pinned thread has another slot value, so a stale CAS
+ * fails (worker.c I5; found by review). */
+#define WFT_NEXT_PINNED ((uintptr_t)1)
+
+static inline uintptr_t wft_next_tag(struct weft_thread *t)
+{
+	return (uintptr_t)t | (t->pin >= 0 ? WFT_NEXT_PINNED : 0);
+}
+
+static inline struct weft_thread *wft_next_untag(uintptr_t v)
+{
+	return (struct weft_thread *)(v & ~WFT_NEXT_PINNED);
+}
+
 /* The owner's look at its next slot. relaxed: only the owner sets it, so
  * NULL is exact; a non-NULL value may have just been stolen (worker.c I5),
  * which only callers that take it must handle (they exchange). Context:
  * owner. */
 static inline struct weft_thread *wft_next_peek(struct wft_worker *w)
 {
-	return atomic_load_explicit(&w->next, memory_order_relaxed);
+	return wft_next_untag(atomic_load_explicit(&w->next, memory_order_relaxed));
 }
 
 /*
@@ -575,6 +595,12 @@ struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *sel
 /* Idle protocol (runtime/idle.c). */
 void wft_idle_kick(struct wft_worker *w);     /* wake w if it announced idle */
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
+/* wake_one, preferring a worker parked without the idle tick (deep). */
+void wft_idle_wake_deep(struct wft_worker *self);
+/* The scheduler loop found work while w held a spinning slot: give the
+ * slot back and, if it was the last spinner, get another one looking
+ * (Go's resetspinning). Context: w's owner. */
+void wft_idle_found_work(struct wft_worker *w);
 /* self just left an unpinned thread in its next slot: if workers sleep
  * without the idle tick and none spins, get one going (idle.c "Idle
  * tick"). Inline: it runs at every local wake. Context: self's owner. */
@@ -584,7 +610,7 @@ static inline void wft_idle_strand_check(struct wft_worker *self)
 	 * relaxed nspinning: someone spinning will look at our next slot */
 	if (wft_unlikely(atomic_load_explicit(&wft_rt.ndeep, memory_order_seq_cst) > 0) &&
 	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
-		wft_idle_wake_one(self);
+		wft_idle_wake_deep(self);
 }
 void wft_idle_run(struct wft_worker *w);      /* called by the scheduler loop when nothing is runnable */
 void wft_idle_kick_force(struct wft_worker *w);  /* shutdown: wake w whatever its state */

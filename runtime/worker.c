@@ -47,7 +47,7 @@
  * every TIMER_CHECK_EVERY-th switch; the idle loop checks every time and
  * sleeps until the nearest deadline.
  *
- * Next-slot steal (I5). w->next is an atomic pointer. The owner sets it
+ * Next-slot steal (I5). w->next is an atomic (tagged) pointer. The owner sets it
  * only when it reads NULL (a plain release store: no thief writes a NULL
  * slot, thieves only take a non-NULL one) and otherwise exchanges; it takes
  * it with an exchange (the pick), so owner and thief race only through
@@ -55,6 +55,9 @@
  * owner's exchange comes first in the slot's modification order (the
  * thief's CAS then fails: the value is no longer t) or the thief's CAS does
  * (the owner's exchange then returns NULL and it picks from the runqueue).
+ * The slot value carries a pinned tag (wft.h WFT_NEXT_PINNED): a thief
+ * skips pinned threads without reading the TCB, and its CAS on a TCB
+ * reused meanwhile by a pinned thread fails.
  * The cost is one locked exchange per next-slot pick (not per switch).
  * Staleness: a thief looking at victim v notes (v, t, v's switch counter,
  * time); if a later look finds the same thread in the slot and the same
@@ -214,7 +217,8 @@ static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft
 
 	/* I5: exchange, a thief may be taking it (relaxed: only the RMW's
 	 * atomicity matters; we set the slot ourselves) */
-	if (wft_next_peek(w) && (t = atomic_exchange_explicit(&w->next, NULL, memory_order_relaxed))) {
+	if (wft_next_peek(w) &&
+	    (t = wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_relaxed)))) {
 		if (w->next_streak < NEXT_STREAK_MAX) {
 			w->next_streak++;
 			wft_stat_inc(w, next_slot);
@@ -368,12 +372,14 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *v,
 					  bool *waiting)
 {
-	/* acquire: pairs with the owner's release store of the slot */
-	struct weft_thread *t = atomic_load_explicit(&v->next, memory_order_acquire);
+	/* relaxed: the value alone decides (pinned tag, identity); the CAS
+	 * below acquires what the owner published with it */
+	uintptr_t val = atomic_load_explicit(&v->next, memory_order_relaxed);
+	struct weft_thread *t = wft_next_untag(val);
 	uint64_t sw;
 	weft_time_t now;
 
-	if (!t || t->pin >= 0 || !wft_feat(STEAL))
+	if (!t || (val & WFT_NEXT_PINNED) || !wft_feat(STEAL))
 		return NULL;
 	/* relaxed: a counter the owner bumps at every switch (a hint) */
 	sw = atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches, memory_order_relaxed);
@@ -391,10 +397,13 @@ struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worke
 		return NULL;
 	}
 	w->nx_victim = NULL;
-	/* acq_rel: claims t against the owner's exchange (I5); acquire as
-	 * above. Failure: the owner took it (or put another there). */
-	if (!atomic_compare_exchange_strong_explicit(&v->next, &t, NULL,
-			memory_order_acq_rel, memory_order_relaxed))
+	/* acquire: pairs with the owner's release store or exchange of the
+	 * slot (t's state and context are visible); claims t against the
+	 * owner's exchange (I5). The thief publishes nothing through the
+	 * slot, so no release. Failure: the owner took it, or the slot holds
+	 * another value (including this TCB reused by a pinned thread). */
+	if (!atomic_compare_exchange_strong_explicit(&v->next, &val, 0,
+			memory_order_acquire, memory_order_relaxed))
 		return NULL;
 	wft_stat_inc(w, steals);
 	wft_stat_inc(w, next_steals);
@@ -494,14 +503,19 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 		if (!old) {
 			/* release: publishes t to a thief's acquire CAS (I5); a
 			 * NULL slot is written by nobody else */
-			atomic_store_explicit(&w->next, t, memory_order_release);
-			if (t->pin < 0 && wft_feat(STEAL))
-				wft_idle_strand_check(w);
-			return;
+			atomic_store_explicit(&w->next, wft_next_tag(t), memory_order_release);
+		} else {
+			/* release: as above; the old value may be taken
+			 * meanwhile (then NULL comes back; a thief publishes
+			 * nothing, so no acquire) */
+			old = wft_next_untag(atomic_exchange_explicit(&w->next, wft_next_tag(t),
+								      memory_order_release));
 		}
-		/* acq_rel: as above, and the old value may be taken meanwhile
-		 * (then NULL comes back) */
-		old = atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
+		/* t may be stranded here if we keep running (I5), whichever
+		 * path put it in (found by review: the displacing path did
+		 * not check) */
+		if (t->pin < 0 && wft_feat(STEAL))
+			wft_idle_strand_check(w);
 		if (!old)
 			return;
 		t = old;   /* I3: the displaced one goes to the tail */
@@ -594,7 +608,7 @@ static void *worker_main(void *arg)
 		struct weft_thread *t = pick(w);
 
 		if (t) {
-			wft_idle_spin_stop(w);
+			wft_idle_found_work(w);
 			if (prepare(w, t)) {
 				switch_to(w, NULL, &w->sched_ctx, t);
 			} else {

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -433,6 +434,106 @@ START_TEST(stranded_next_slot_stolen)
 }
 END_TEST
 
+/* The same when the wakee enters the next slot by displacing a pinned
+ * thread woken just before it (review: that path skipped the strand
+ * check, and the wakee stayed stranded for the waker's whole loop in 4
+ * of 5 runs while the other worker slept without the idle tick). */
+struct displace {
+	weft_thread_t p, u;
+	_Atomic int p_ready, u_ready, u_on, stop;
+	_Atomic uint64_t u_ran_at;
+};
+
+static void *disp_pinned(void *arg)
+{
+	struct displace *d = arg;
+
+	atomic_store(&d->p_ready, 1);
+	while (!atomic_load(&d->stop))
+		weft_park();
+	return NULL;
+}
+
+static void *disp_unpinned(void *arg)
+{
+	struct displace *d = arg;
+
+	atomic_store(&d->u_on, weft_worker_id());
+	atomic_store(&d->u_ready, 1);
+	while (!atomic_load(&d->u_ran_at)) {
+		weft_park();
+		if (atomic_load(&d->u_ready) == 2 && !atomic_load(&d->u_ran_at)) {
+			atomic_store(&d->u_on, weft_worker_id());
+			atomic_store(&d->u_ran_at, weft_now_ns());
+		}
+	}
+	return NULL;
+}
+
+/* Returns the wakee's delay in us, -1 if the scenario did not arise (the
+ * wakee had moved to worker 1 before), -2 if it never ran. */
+static void *disp_driver(void *arg)
+{
+	struct displace *d = arg;
+	weft_attr_t pa;
+	uint64_t t0;
+
+	weft_attr_init(&pa);
+	pa.worker = 0;
+	WT_CHECK(weft_spawn(&d->p, disp_pinned, d, &pa) == 0);
+	WT_CHECK(weft_spawn(&d->u, disp_unpinned, d, NULL) == 0);
+	while (!atomic_load(&d->p_ready) || !atomic_load(&d->u_ready))
+		weft_yield();
+	weft_sleep_ns(20000000);   /* all idle: worker 1 parks without the tick */
+	if (atomic_load(&d->u_on) != 0)
+		return (void *)(intptr_t)-1;
+	atomic_store(&d->u_ready, 2);
+	t0 = weft_now_ns();
+	WT_CHECK(weft_unpark(d->p) == 0);   /* pinned: into our next slot */
+	WT_CHECK(weft_unpark(d->u) == 0);   /* unpinned: displaces it */
+	while (weft_now_ns() < t0 + 300000000ull && !atomic_load(&d->u_ran_at))
+		;                            /* never blocks */
+	if (!atomic_load(&d->u_ran_at))
+		return (void *)(intptr_t)-2;
+	return (void *)(intptr_t)((atomic_load(&d->u_ran_at) - t0) / 1000);
+}
+
+START_TEST(stranded_after_displacement)
+{
+	intptr_t r = -1;
+	bool can_steal = false;
+
+	for (int attempt = 0; attempt < 5 && r == -1; attempt++) {
+		struct displace d;
+		weft_thread_t t;
+		weft_attr_t a;
+		void *rv;
+
+		memset(&d, 0, sizeof(d));
+		atomic_store(&d.u_on, -1);
+		wt_init_workers(2);
+		weft_attr_init(&a);
+		a.worker = 0;
+		ck_assert_int_eq(weft_spawn(&t, disp_driver, &d, &a), 0);
+		ck_assert_int_eq(weft_join(t, &rv), 0);
+		r = (intptr_t)rv;
+		/* read while the runtime runs (the features are its config) */
+		can_steal = weft_feature("STEAL") == 1 && weft_feature("NEXT_SLOT") == 1;
+		atomic_store(&d.stop, 1);
+		if (!atomic_load(&d.u_ran_at))
+			atomic_store(&d.u_ran_at, 1);
+		weft_unpark(d.p);
+		weft_unpark(d.u);
+		ck_assert_int_eq(weft_join(d.p, NULL), 0);
+		ck_assert_int_eq(weft_join(d.u, NULL), 0);
+		wt_assert_no_failure();
+		wt_shutdown();
+	}
+	if (can_steal && r != -1)
+		ck_assert_msg(r >= 0 && r < 200000, "wakee delay %ld us (-2: stranded)", (long)r);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -446,6 +547,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, pinned_no_kicks);
 	tcase_add_test(tc, spin_backs_off_contended);
 	tcase_add_test(tc, stranded_next_slot_stolen);
+	tcase_add_test(tc, stranded_after_displacement);
 	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);
 	return s;
