@@ -400,11 +400,13 @@ static ssize_t sock_call(enum sock_kind k, int fd, void *buf, size_t len,
 	case SK_RECV:
 		return recv(fd, buf, len, flags);
 	case SK_SEND:
-		return send(fd, buf, len, flags);
+		/* MSG_NOSIGNAL: io_uring's send never raises SIGPIPE, so a weft
+		 * thread's send does not on any backend (weft/io.h) */
+		return send(fd, buf, len, flags | MSG_NOSIGNAL);
 	case SK_RECVMSG:
 		return recvmsg(fd, msg, flags);
 	default:
-		return sendmsg(fd, msg, flags);
+		return sendmsg(fd, msg, flags | MSG_NOSIGNAL);
 	}
 }
 

@@ -20,6 +20,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -467,6 +468,65 @@ static void *big_writer(void *arg)
 	return NULL;
 }
 
+/* A blocking socket whose receives had to wait, then switched to
+ * O_NONBLOCK: a receive gives EAGAIN at once (a wait here would hang the
+ * test), data already queued comes back at once, and with O_NONBLOCK
+ * cleared again a receive waits again. */
+
+static void *late_sender(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+
+	weft_sleep_ns(20 * 1000000ull);
+	WT_CHECK(weft_io_send(fd, "y", 1, 0) == 1);
+	return NULL;
+}
+
+static bool late_recv(int *sv, char *c)
+{
+	weft_thread_t t;
+	bool ok;
+
+	if (weft_spawn(&t, late_sender, (void *)(intptr_t)sv[1], NULL))
+		return false;
+	ok = weft_io_recv(sv[0], c, 1, 0) == 1 && *c == 'y';
+	return weft_join(t, NULL) == 0 && ok;
+}
+
+static void *nonblock_toggle_cases(void *arg)
+{
+	int *sv = arg, fl;
+	char c = 0;
+
+	for (int i = 0; i < 4; i++)
+		WT_CHECK(late_recv(sv, &c));
+	fl = fcntl(sv[0], F_GETFL);
+	WT_CHECK(fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) == 0);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == -1 && weft_errno() == EAGAIN);
+	WT_CHECK(weft_io_read(sv[0], &c, 1) == -1 && weft_errno() == EAGAIN);
+	WT_CHECK(weft_io_send(sv[1], "z", 1, 0) == 1);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == 1 && c == 'z');
+	WT_CHECK(fcntl(sv[0], F_SETFL, fl) == 0);
+	WT_CHECK(weft_io_send(sv[1], "w", 1, 0) == 1);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == 1 && c == 'w');
+	WT_CHECK(late_recv(sv, &c));
+	return NULL;
+}
+
+START_TEST(nonblock_toggle)
+{
+	int sv[2];
+
+	wt_init(_i);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	join(spawn_on(-1, nonblock_toggle_cases, sv));
+	wt_assert_no_failure();
+	close(sv[0]);
+	close(sv[1]);
+	wt_shutdown();
+}
+END_TEST
+
 START_TEST(partial_and_eof)
 {
 	int p[4];
@@ -594,6 +654,36 @@ static void *error_cases(void *arg)
 	close(s);
 	return NULL;
 }
+
+/* A weft thread's send to a closed peer fails with EPIPE and raises no
+ * SIGPIPE on any backend (io_uring's send cannot raise it). SIGPIPE keeps
+ * its default action here, so a raised signal kills the test. Failed
+ * before with NO_URING (the fallback's send raised it: signal 13). */
+static void *no_sigpipe_cases(void *arg)
+{
+	int sv[2];
+	char buf[8] = "x";
+	struct iovec v = { buf, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+
+	(void)arg;
+	WT_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	close(sv[1]);
+	WT_CHECK(weft_io_send(sv[0], buf, 1, 0) == -1 && weft_errno() == EPIPE);
+	WT_CHECK(weft_io_sendmsg(sv[0], &m, 0) == -1 && weft_errno() == EPIPE);
+	close(sv[0]);
+	return NULL;
+}
+
+START_TEST(send_no_sigpipe)
+{
+	wt_init(_i);
+	signal(SIGPIPE, SIG_DFL);
+	join(spawn_on(-1, no_sigpipe_cases, NULL));
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
 
 START_TEST(errnos)
 {
@@ -1095,6 +1185,7 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, files, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, poll_ready, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, partial_and_eof, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, nonblock_toggle, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, no_fd_leak, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, init_barrier, 0, wt_nconfigs);
 	tcase_add_test(tc, backend_and_batching);
@@ -1103,6 +1194,7 @@ static Suite *io_suite(void)
 	tc = tcase_create("errors");
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, errnos, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, send_no_sigpipe, 0, wt_nconfigs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("timeout");

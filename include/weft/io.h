@@ -32,6 +32,12 @@
  * Non-blocking descriptors (O_NONBLOCK, or MSG_DONTWAIT in flags) keep their
  * meaning: the call fails with EAGAIN instead of parking.
  *
+ * SIGPIPE: from a weft thread, weft_io_send and weft_io_sendmsg do not raise
+ * it (io_uring's send cannot, so no backend does); a send on a closed
+ * connection fails with EPIPE. From a plain OS thread, and with MSG_DONTWAIT
+ * on any thread, they are the plain send(2) and sendmsg(2), which raise it
+ * unless MSG_NOSIGNAL is given.
+ *
  * Timeouts: weft_io_set_timeout() gives the calling weft thread a timeout
  * that applies to each later weft_io_* call except weft_io_poll (which has
  * its own) and weft_io_close. A call that reaches it fails with ETIMEDOUT
