@@ -90,15 +90,20 @@
  * the spinner takes CPU time from whoever would produce the work, and the
  * kernel shares the CPU fairly between them. sembench -o 3 (a plain OS
  * thread posting to 2 workers on 2 CPUs) ran 1.5-1.8x faster with
- * WEFT_FEATURES=NO_IDLE_SPIN than with the spin. So every SPIN_SAMPLE_EVERY-th
- * spin phase reads the worker's involuntary context switch count
- * (getrusage RUSAGE_THREAD, ~0.5 us, against a spin of up to 20 us); if it
- * grew, the kernel preempted this worker for someone else since the last
- * sample, and the worker does not spin for SPIN_BACKOFF_NS, then samples
- * again; contended again at that sample, it backs off twice as long (up to
- * SPIN_BACKOFF_MAX_NS), and a quiet sample resets the back-off. A worker alone on its CPU (the ping-pong benchmarks) keeps
- * spinning. */
+ * WEFT_FEATURES=NO_IDLE_SPIN than with the spin. So every
+ * SPIN_SAMPLE_EVERY-th spin phase measures how much of its wall time the
+ * worker was really on its CPU (CLOCK_THREAD_CPUTIME_ID at both ends, two
+ * ~0.2 us syscalls against a spin of up to 20 us); if it lost more than a
+ * quarter (and over SPIN_LOST_MIN_NS), the kernel ran someone else on this
+ * CPU while we spun, and the worker does not spin for SPIN_BACKOFF_NS;
+ * contended again at the next sampled phase, it backs off twice as long
+ * (up to SPIN_BACKOFF_MAX_NS), and a quiet sample resets the back-off.
+ * Rejected: counting involuntary context switches (getrusage): a worker
+ * that kicks a parked peer is often preempted by it on its own CPU (the
+ * kernel's wakeup preemption), so cross-worker ping-pong (weft-micro
+ * pingpong_idle) backed off and went from 24 us to 46 us a round trip. */
 #define SPIN_SAMPLE_EVERY 4
+#define SPIN_LOST_MIN_NS 5000
 #define SPIN_BACKOFF_NS 10000000
 #define SPIN_BACKOFF_MAX_NS 320000000
 
@@ -247,66 +252,64 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
 		wft_idle_wake_one(w);
 }
 
-/* The scheduler loop's pick found work (a worker claimed by wake_one
- * holds the spinning slot when it wakes; dropping it silently left nobody
- * looking: found by review). */
+/* The scheduler loop's pick found work while w held the spinning slot (a
+ * worker claimed by wake_one holds it when it wakes). Give it back; if a
+ * worker sleeps without the idle tick, it may be the only one that would
+ * look at a stranded next slot, so get it going (found by review). Not
+ * found_work()'s "last spinner wakes any idle worker": that kicked the
+ * peer worker on every round trip of a cross-worker ping-pong, whose
+ * workers park with the tick (weft-micro pingpong_idle 21 -> 45 us). */
 void wft_idle_found_work(struct wft_worker *w)
 {
-	if (spinning(w))
-		found_work(w, NULL);
+	if (spinning(w)) {
+		wft_idle_spin_stop(w);
+		wft_idle_strand_check(w);
+	}
 }
 
-/* The worker's involuntary context switches so far, or -1. */
-static long nivcsw_now(void)
+/* This OS thread's CPU time (ns), or 0 if unavailable. */
+static uint64_t thread_cpu_ns(void)
 {
-	struct rusage ru;
+	struct timespec ts;
 
-	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : -1;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Start a sampling window (see "Contended CPUs"): at the first spin and
- * whenever a back-off ends, so a window never spans a back-off or the
- * worker's whole life (found by review: the sample after a back-off
- * counted every preemption of the 10-320 ms it lasted). */
-static void spin_baseline(struct wft_worker *w)
+/* Start a spin phase: sampled ones note the wall and CPU clocks. */
+static void spin_sample_start(struct wft_worker *w, weft_time_t now)
 {
-	w->nivcsw_seen = nivcsw_now();
-	w->spin_phases = 0;
-	w->spin_based = true;
+	w->spin_sampled = ++w->spin_phases % SPIN_SAMPLE_EVERY == 0;
+	if (w->spin_sampled) {
+		w->spin_wall0 = now;
+		w->spin_cpu0 = thread_cpu_ns();
+	}
 }
 
-/* Close a window: were we preempted during it? */
-static void spin_check(struct wft_worker *w)
+/* End a spin phase (see "Contended CPUs"). */
+static void spin_sample_end(struct wft_worker *w)
 {
-	long n = nivcsw_now();
+	uint64_t wall, cpu;
 
-	if (n < 0)
+	if (!w->spin_sampled)
 		return;
-	if (n != w->nivcsw_seen) {
+	w->spin_sampled = false;
+	cpu = thread_cpu_ns();
+	if (!cpu || !w->spin_cpu0)
+		return;
+	wall = wft_now() - w->spin_wall0;
+	cpu -= w->spin_cpu0;
+	if (wall > cpu && wall - cpu > SPIN_LOST_MIN_NS && wall - cpu > wall / 4) {
 		/* contended again right after a back-off: back off longer */
 		w->spin_backoff = w->spin_backoff ? w->spin_backoff * 2 : SPIN_BACKOFF_NS;
 		if (w->spin_backoff > SPIN_BACKOFF_MAX_NS)
 			w->spin_backoff = SPIN_BACKOFF_MAX_NS;
 		w->spin_off_until = wft_now() + w->spin_backoff;
-		w->spin_based = false;   /* a new window starts after the back-off */
 		wft_stat_inc(w, spin_backoffs);
 	} else {
 		w->spin_backoff = 0;
-		w->nivcsw_seen = n;
 	}
-}
-
-/* After a spin phase. found: it ended with work to run, whose start the
- * syscall must not delay: the check then runs at the next idle entry. */
-static void spin_sample(struct wft_worker *w, bool found)
-{
-	if (++w->spin_phases < SPIN_SAMPLE_EVERY)
-		return;
-	w->spin_phases = 0;
-	if (found)
-		w->spin_check_due = true;
-	else
-		spin_check(w);
 }
 
 void wft_idle_run(struct wft_worker *w)
@@ -328,16 +331,10 @@ void wft_idle_run(struct wft_worker *w)
 		w->tick_parked = false;
 		goto park;
 	}
-	if (w->spin_check_due) {
-		w->spin_check_due = false;
-		spin_check(w);
-	}
 	if (wft_feat(IDLE_SPIN) && (!w->spin_off_until || wft_now() >= w->spin_off_until)) {
 		int max = wft_rt.nworkers / 2 > 1 ? wft_rt.nworkers / 2 : 1;
 
 		w->spin_off_until = 0;
-		if (!w->spin_based)
-			spin_baseline(w);
 		if (!spinning(w) &&
 		    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) < max) {
 			atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
@@ -346,19 +343,20 @@ void wft_idle_run(struct wft_worker *w)
 		if (spinning(w)) {
 			weft_time_t end = wft_now() + IDLE_SPIN_NS;
 
+			spin_sample_start(w, end - IDLE_SPIN_NS);
 			do {
 				for (int i = 0; i < 16; i++)
 					wft_cpu_relax();
 				if (have_local_work(w) ||
 				    atomic_load_explicit(&wft_rt.stopping, memory_order_relaxed)) {
 					found_work(w, NULL);
-					spin_sample(w, true);
+					spin_sample_end(w);
 					return;
 				}
 				t = try_steal(w);
 				if (t) {
 					found_work(w, t);
-					spin_sample(w, true);
+					spin_sample_end(w);
 					return;
 				}
 				/* I/O: with DEFER_TASKRUN the kernel only flags
@@ -369,14 +367,14 @@ void wft_idle_run(struct wft_worker *w)
 				 * 19-21k -> 24-25k round trips/s) */
 				if (w->ring && wft_uring_poll(w)) {
 					found_work(w, NULL);
-					spin_sample(w, true);
+					spin_sample_end(w);
 					return;
 				}
 				if (atomic_load_explicit(&w->timers.next, memory_order_relaxed) <= wft_now())
 					break;
 			} while (wft_now() < end);
 			wft_idle_spin_stop(w);
-			spin_sample(w, false);
+			spin_sample_end(w);
 		}
 	}
 

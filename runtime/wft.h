@@ -407,12 +407,12 @@ struct wft_worker {
 	_Atomic bool deep;                /* parked without the idle tick (counted in
 	                                   * rt.ndeep); read by wake_one's choice */
 	/* Spin gate (idle.c "Contended CPUs"): owner only */
-	unsigned spin_phases;             /* spin phases since the last sample */
-	long nivcsw_seen;                 /* involuntary context switches at that sample */
+	unsigned spin_phases;             /* spin phases, for sampling every few */
+	bool spin_sampled;                /* this phase is sampled: */
+	weft_time_t spin_wall0;           /*   its start, wall clock */
+	uint64_t spin_cpu0;               /*   and this thread's CPU time */
 	weft_time_t spin_off_until;       /* no idle spinning before this time */
 	uint64_t spin_backoff;            /* the current back-off (ns), 0 = none */
-	bool spin_based;                  /* a sampling window is open (nivcsw_seen valid) */
-	bool spin_check_due;              /* close the window at the next idle entry */
 	/* Light-thread births (spawns by threads of this worker) and deaths
 	 * (exits finished here). Written only by the owner, with a plain
 	 * load + release store (no locked RMW, no shared line: a global
