@@ -180,11 +180,6 @@ static bool next_slot_stranded(struct wft_worker *w, struct wft_worker *v)
 						      memory_order_relaxed);
 }
 
-static bool have_local_work(struct wft_worker *w)
-{
-	return !wft_mailbox_empty(&w->mailbox) || wft_next_peek(w) || wft_runq_size(w) > 0;
-}
-
 static void idle_set(struct wft_worker *w)
 {
 	/* seq_cst: part of the announcement (see Park) */
@@ -347,7 +342,7 @@ void wft_idle_run(struct wft_worker *w)
 			do {
 				for (int i = 0; i < 16; i++)
 					wft_cpu_relax();
-				if (have_local_work(w) ||
+				if (wft_worker_has_work(w) ||
 				    atomic_load_explicit(&wft_rt.stopping, memory_order_relaxed)) {
 					found_work(w, NULL);
 					spin_sample_end(w);

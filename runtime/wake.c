@@ -61,7 +61,7 @@ void wft_wake_deliver(struct weft_thread *t, int flags)
 	 * because nothing preempts the waker, and a thief takes a thread from
 	 * the next slot only after it has sat there a while (worker.c I5). */
 	if ((flags & WFT_WAKE_F_SYNC) && self && t->pin < 0 && wft_feat(SYNC_WAKE) &&
-	    !wft_next_peek(self) && wft_runq_size(self) == 0 && wft_mailbox_empty(&self->mailbox))
+	    !wft_worker_has_work(self))
 		target = self;
 	else
 		target = wft_wake_target(t, self);

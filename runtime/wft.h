@@ -498,6 +498,15 @@ static inline struct weft_thread *wft_next_peek(struct wft_worker *w)
 	return wft_next_untag(atomic_load_explicit(&w->next, memory_order_relaxed));
 }
 
+/* Does w have anything to run besides its current thread (mailbox, next
+ * slot, runqueue)? The kernel's need_resched: a mutex spinner gives up on
+ * it, a sync wakeup and an exit into the joiner require it false, an idle
+ * worker's spin stops on it. Hints (relaxed loads). Context: owner. */
+static inline bool wft_worker_has_work(struct wft_worker *w)
+{
+	return !wft_mailbox_empty(&w->mailbox) || wft_next_peek(w) || wft_runq_size(w) > 0;
+}
+
 /*
  * The worker running the caller, or NULL on an OS thread.
  * Migration safety: a light thread may resume on another worker after any

@@ -238,12 +238,12 @@ static __attribute__((noinline)) bool finish_switch_slow(struct wft_worker *w,
 {
 	/* relaxed: set by the thread itself before it switched away */
 	if (atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE) {
-		/* keep_stack: written by prev itself before its exit switch, on
-		 * this OS thread (see thread.c "Stacks that stay with their TCB") */
 		/* counted before on_cpu = 0 lets a joiner return: after a join
 		 * the exit counter (weft_stats_get) includes the thread; the
 		 * worker finishing this switch needs nothing shutdown frees */
 		wft_count_death(w);
+		/* keep_stack: written by prev itself before its exit switch, on
+		 * this OS thread (see thread.c "Stacks that stay with their TCB") */
 		if (!prev->keep_stack)
 			wft_stack_release(w, prev);
 		/* TSan: the fiber dies with the run (see runtime/sanitizer.h);
@@ -432,7 +432,7 @@ bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct we
 		return false;
 	/* relaxed: a placement hint (see wft_wake_target) */
 	if (atomic_load_explicit(&j->worker, memory_order_relaxed) != w &&
-	    (!wft_feat(SYNC_WAKE) || wft_runq_size(w) != 0 || !wft_mailbox_empty(&w->mailbox)))
+	    (!wft_feat(SYNC_WAKE) || wft_worker_has_work(w)))
 		return false;
 	w->next_streak++;
 	wft_stat_inc(w, next_slot);

@@ -228,12 +228,6 @@ _Static_assert(_Alignof(struct weft_thread) >= 8, "owner ids need 3 low bits");
 		wft_stat_os_inc(name); \
 } while (0)
 
-/* Our own worker has other work waiting (the kernel's need_resched). */
-static bool need_resched(struct wft_worker *w)
-{
-	return !wft_mailbox_empty(&w->mailbox) || wft_runq_size(w) > 0 || wft_next_peek(w) != NULL;
-}
-
 static uint32_t os_budget(struct wft_mutex *m)
 {
 	/* relaxed: a hint; races between updaters lose a sample at worst */
@@ -272,7 +266,7 @@ static bool try_spin(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		return false;
 	if (self) {
 		w = wft_worker_self();
-		if (need_resched(w))
+		if (wft_worker_has_work(w))
 			return false;
 		budget = WFT_MUTEX_SPIN_NS;
 	} else {
@@ -311,7 +305,7 @@ static bool try_spin(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		if (!(o & WFT_ID_OS) &&
 		    !wft_load(&((struct weft_thread *)o)->on_cpu, relaxed))
 			break;           /* owner not running: it will not release soon */
-		if (w && need_resched(w))
+		if (w && wft_worker_has_work(w))
 			break;           /* our worker has work: run it instead */
 		if (i % WFT_MUTEX_SPIN_CLOCK_EVERY == 0) {
 			now = wft_now();
