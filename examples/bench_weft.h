@@ -79,4 +79,65 @@ static inline void *bench_pthread_busy(void *stop)
 	return NULL;
 }
 
+/* Spawn fn(arg) as a weft thread pinned to worker (modulo the worker
+ * count). Returns weft_spawn's result. */
+static inline int bench_spawn_on(weft_thread_t *t, void *(*fn)(void *), void *arg, int worker)
+{
+	weft_attr_t a;
+
+	weft_attr_init(&a);
+	a.worker = worker % weft_workers();
+	return weft_spawn(t, fn, arg, &a);
+}
+
+/* "Both workers busy": a busy thread on each of workers 0 and 1 (weft)
+ * or pinned to each of the first two CPUs (pthread baselines), until
+ * bench_busy_stop(). */
+struct bench_busy {
+	_Atomic int stop;
+	bool weft;
+	weft_thread_t w[2];
+	pthread_t p[2];
+};
+
+static inline void bench_busy_start(struct bench_busy *b, bool weft)
+{
+	atomic_store(&b->stop, 0);
+	b->weft = weft;
+	for (int i = 0; i < 2; i++) {
+		if (weft) {
+			bench_spawn_on(&b->w[i], bench_weft_busy, &b->stop, i);
+		} else {
+			pthread_create(&b->p[i], NULL, bench_pthread_busy, &b->stop);
+			bench_pin_thread(b->p[i], bench_cpu_nth(i));
+		}
+	}
+}
+
+static inline void bench_busy_stop(struct bench_busy *b)
+{
+	atomic_store(&b->stop, 1);
+	for (int i = 0; i < 2; i++) {
+		if (b->weft)
+			weft_join(b->w[i], NULL);
+		else
+			pthread_join(b->p[i], NULL);
+	}
+}
+
+/* One side (me = 0 or 1) of a token ping-pong through two semaphores
+ * sems[0] and sems[1]: side 0 posts 1 and waits on 0, side 1 the reverse,
+ * rounds times. POST and WAIT take a pointer to one semaphore (weft_sem_t
+ * or sem_t). */
+#define BENCH_SEM_PINGPONG(me, rounds, POST, WAIT, sems)        \
+	for (int bsp_i_ = 0; bsp_i_ < (rounds); bsp_i_++) {     \
+		if ((me) == 0) {                                \
+			POST(&(sems)[1]);                       \
+			WAIT(&(sems)[0]);                       \
+		} else {                                        \
+			WAIT(&(sems)[1]);                       \
+			POST(&(sems)[0]);                       \
+		}                                               \
+	}
+
 #endif

@@ -119,7 +119,6 @@ static double unc_pthread(void *arg)
 enum { HO_TURNS = 20000, SW_ROUNDS = 200000 };
 
 struct pair {
-	_Atomic int stop_busy;
 	/* mutex_handoff */
 	weft_mutex_t m;
 	pthread_mutex_t pm;
@@ -198,15 +197,7 @@ static void *weft_sw_party(void *arg)
 	struct party *a = arg;
 	struct pair *p = a->p;
 
-	for (int i = 0; i < SW_ROUNDS; i++) {
-		if (a->me == 0) {
-			weft_sem_post(&p->s[1]);
-			weft_sem_wait(&p->s[0]);
-		} else {
-			weft_sem_wait(&p->s[1]);
-			weft_sem_post(&p->s[0]);
-		}
-	}
+	BENCH_SEM_PINGPONG(a->me, SW_ROUNDS, weft_sem_post, weft_sem_wait, p->s)
 	return NULL;
 }
 
@@ -215,15 +206,7 @@ static void *pthread_sw_party(void *arg)
 	struct party *a = arg;
 	struct pair *p = a->p;
 
-	for (int i = 0; i < SW_ROUNDS / 4; i++) {
-		if (a->me == 0) {
-			sem_post(&p->ps[1]);
-			sem_wait(&p->ps[0]);
-		} else {
-			sem_wait(&p->ps[1]);
-			sem_post(&p->ps[0]);
-		}
-	}
+	BENCH_SEM_PINGPONG(a->me, SW_ROUNDS / 4, sem_post, sem_wait, p->ps)
 	return NULL;
 }
 
@@ -239,33 +222,24 @@ static void *weft_pair_run(void *arg)
 	struct weft_pair_arg *pa = arg;
 	struct pair p;
 	struct party a[2];
-	weft_thread_t busy[2], t[2];
-	weft_attr_t at;
+	struct bench_busy busy;
+	weft_thread_t t[2];
 	uint64_t t0;
-	int n = weft_workers();
 
 	memset(&p, 0, sizeof(p));
 	weft_mutex_init(&p.m);
 	weft_sem_init(&p.s[0], 0);
 	weft_sem_init(&p.s[1], 0);
-	for (int i = 0; i < 2; i++) {
-		weft_attr_init(&at);
-		at.worker = i % n;
-		weft_spawn(&busy[i], bench_weft_busy, &p.stop_busy, &at);
-	}
+	bench_busy_start(&busy, true);
 	t0 = bench_now_ns();
 	for (int i = 0; i < 2; i++) {
 		a[i] = (struct party){ &p, i };
-		weft_attr_init(&at);
-		at.worker = i % n;
-		weft_spawn(&t[i], pa->fn, &a[i], &at);
+		bench_spawn_on(&t[i], pa->fn, &a[i], i);
 	}
 	weft_join(t[0], NULL);
 	weft_join(t[1], NULL);
 	t0 = bench_now_ns() - t0;
-	atomic_store(&p.stop_busy, 1);
-	weft_join(busy[0], NULL);
-	weft_join(busy[1], NULL);
+	bench_busy_stop(&busy);
 	weft_mutex_destroy(&p.m);
 	weft_sem_destroy(&p.s[0]);
 	weft_sem_destroy(&p.s[1]);
@@ -287,17 +261,15 @@ static double pthread_pair(void *arg)
 	struct pthread_pair_arg *pa = arg;
 	struct pair p;
 	struct party a[2];
-	pthread_t busy[2], t[2];
+	struct bench_busy busy;
+	pthread_t t[2];
 	uint64_t t0;
 
 	memset(&p, 0, sizeof(p));
 	pthread_mutex_init(&p.pm, NULL);
 	sem_init(&p.ps[0], 0, 0);
 	sem_init(&p.ps[1], 0, 0);
-	for (int i = 0; i < 2; i++) {
-		pthread_create(&busy[i], NULL, bench_pthread_busy, &p.stop_busy);
-		bench_pin_thread(busy[i], bench_cpu_nth(i));
-	}
+	bench_busy_start(&busy, false);
 	t0 = bench_now_ns();
 	for (int i = 0; i < 2; i++) {
 		a[i] = (struct party){ &p, i };
@@ -307,9 +279,7 @@ static double pthread_pair(void *arg)
 	pthread_join(t[0], NULL);
 	pthread_join(t[1], NULL);
 	t0 = bench_now_ns() - t0;
-	atomic_store(&p.stop_busy, 1);
-	pthread_join(busy[0], NULL);
-	pthread_join(busy[1], NULL);
+	bench_busy_stop(&busy);
 	pthread_mutex_destroy(&p.pm);
 	sem_destroy(&p.ps[0]);
 	sem_destroy(&p.ps[1]);

@@ -179,7 +179,6 @@ enum { PP_ROUNDS = 500000 };
 struct pp {
 	weft_thread_t th[2];
 	_Atomic int turn;
-	_Atomic int stop_busy;
 	sem_t sem[2];
 	int rounds;
 };
@@ -211,35 +210,24 @@ static void *weft_pp_bench(void *arg)
 	int mode = (int)(intptr_t)arg;
 	struct pp p;
 	struct pp_arg a[2];
-	weft_thread_t busy[2];
-	weft_attr_t at;
+	struct bench_busy busy;
 	uint64_t t0;
-	int n = weft_workers();
 
 	memset(&p, 0, sizeof(p));
 	p.rounds = PP_ROUNDS;
 	atomic_store(&p.turn, 0);
 	if (mode == 1)
-		for (int i = 0; i < 2; i++) {
-			weft_attr_init(&at);
-			at.worker = i % n;
-			weft_spawn(&busy[i], bench_weft_busy, &p.stop_busy, &at);
-		}
+		bench_busy_start(&busy, true);
 	t0 = bench_now_ns();
 	for (int i = 0; i < 2; i++) {
 		a[i] = (struct pp_arg){ &p, i };
-		weft_attr_init(&at);
-		at.worker = mode == 0 ? 1 % n : i % n;
-		weft_spawn(&p.th[i], weft_pinger, &a[i], &at);
+		bench_spawn_on(&p.th[i], weft_pinger, &a[i], mode == 0 ? 1 : i);
 	}
 	weft_join(p.th[0], NULL);
 	weft_join(p.th[1], NULL);
 	t0 = bench_now_ns() - t0;
-	if (mode == 1) {
-		atomic_store(&p.stop_busy, 1);
-		weft_join(busy[0], NULL);
-		weft_join(busy[1], NULL);
-	}
+	if (mode == 1)
+		bench_busy_stop(&busy);
 	return bench_dret((double)t0 / PP_ROUNDS);
 }
 
@@ -248,15 +236,7 @@ static void *pthread_pinger(void *arg)
 	struct pp_arg *a = arg;
 	struct pp *p = a->p;
 
-	for (int i = 0; i < p->rounds; i++) {
-		if (a->me == 0) {
-			sem_post(&p->sem[1]);
-			sem_wait(&p->sem[0]);
-		} else {
-			sem_wait(&p->sem[1]);
-			sem_post(&p->sem[0]);
-		}
-	}
+	BENCH_SEM_PINGPONG(a->me, p->rounds, sem_post, sem_wait, p->sem)
 	return NULL;
 }
 
@@ -264,7 +244,8 @@ static double pthread_pp_bench(int mode)
 {
 	struct pp p;
 	struct pp_arg a[2];
-	pthread_t t[2], busy[2];
+	struct bench_busy busy;
+	pthread_t t[2];
 	uint64_t t0;
 
 	memset(&p, 0, sizeof(p));
@@ -272,10 +253,7 @@ static double pthread_pp_bench(int mode)
 	sem_init(&p.sem[0], 0, 0);
 	sem_init(&p.sem[1], 0, 0);
 	if (mode == 1)
-		for (int i = 0; i < 2; i++) {
-			pthread_create(&busy[i], NULL, bench_pthread_busy, &p.stop_busy);
-			bench_pin_thread(busy[i], bench_cpu_nth(i));
-		}
+		bench_busy_start(&busy, false);
 	t0 = bench_now_ns();
 	for (int i = 0; i < 2; i++) {
 		a[i] = (struct pp_arg){ &p, i };
@@ -285,11 +263,8 @@ static double pthread_pp_bench(int mode)
 	pthread_join(t[0], NULL);
 	pthread_join(t[1], NULL);
 	t0 = bench_now_ns() - t0;
-	if (mode == 1) {
-		atomic_store(&p.stop_busy, 1);
-		pthread_join(busy[0], NULL);
-		pthread_join(busy[1], NULL);
-	}
+	if (mode == 1)
+		bench_busy_stop(&busy);
 	sem_destroy(&p.sem[0]);
 	sem_destroy(&p.sem[1]);
 	return (double)t0 / p.rounds;

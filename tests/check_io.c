@@ -67,6 +67,18 @@ static void join(weft_thread_t t)
 	ck_assert_int_eq(weft_join(t, NULL), 0);
 }
 
+/* Run fn(sv) in a weft thread on a fresh AF_UNIX stream socketpair sv,
+ * then close both ends. Context: the test body (runtime started). */
+static void run_on_socketpair(void *(*fn)(void *))
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	join(spawn_on(-1, fn, sv));
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* Write all of buf with weft_io_write (partial writes allowed). */
 static bool write_all(int fd, const void *buf, size_t n)
 {
@@ -339,13 +351,8 @@ static void *vectored(void *arg)
 
 START_TEST(vectored_io)
 {
-	int sv[2];
-
 	wt_init(_i);
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	join(spawn_on(-1, vectored, sv));
-	close(sv[0]);
-	close(sv[1]);
+	run_on_socketpair(vectored);
 	wt_assert_no_failure();
 	wt_shutdown();
 }
@@ -515,14 +522,9 @@ static void *nonblock_toggle_cases(void *arg)
 
 START_TEST(nonblock_toggle)
 {
-	int sv[2];
-
 	wt_init(_i);
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	join(spawn_on(-1, nonblock_toggle_cases, sv));
+	run_on_socketpair(nonblock_toggle_cases);
 	wt_assert_no_failure();
-	close(sv[0]);
-	close(sv[1]);
 	wt_shutdown();
 }
 END_TEST
@@ -765,13 +767,8 @@ static void *timeout_then_traffic(void *arg)
 
 START_TEST(timeout_repeat)
 {
-	int sv[2];
-
 	wt_init(_i);
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	join(spawn_on(-1, timeout_then_traffic, sv));
-	close(sv[0]);
-	close(sv[1]);
+	run_on_socketpair(timeout_then_traffic);
 	wt_assert_no_failure();
 	wt_shutdown();
 }

@@ -295,28 +295,16 @@ static void *tgr_reader(void *arg)
 	return NULL;
 }
 
-/* Spawns both from the worker itself: spawned from the OS thread, a host
- * that delayed the second spawn past the writer's whole run made the
- * reader arrive after the destroy (drc_held 0; seen once under load).
- * Children of a weft thread run newest first: the writer runs first. */
-static void *tgr_driver(void *arg)
-{
-	weft_thread_t r, w;
-
-	WT_CHECK(weft_spawn(&r, tgr_reader, arg, NULL) == 0);
-	WT_CHECK(weft_spawn(&w, tgr_writer, arg, NULL) == 0);
-	WT_CHECK(weft_join(w, NULL) == 0);
-	WT_CHECK(weft_join(r, NULL) == 0);
-	return NULL;
-}
-
 START_TEST(test_destroy_after_grant_timed)
 {
 	struct tgr t = { .rw = WEFT_RWLOCK_INITIALIZER, .rrc = -1, .drc_held = -1 };
+	/* the writer first (see sc_pair_driver: spawned from this OS thread,
+	 * the reader arrived after the destroy once under load) */
+	struct sc_pair pr = { tgr_writer, tgr_reader, &t };
 	weft_thread_t d;
 
 	wt_init_workers(1);
-	ck_assert_int_eq(weft_spawn(&d, tgr_driver, &t, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&d, sc_pair_driver, &pr, NULL), 0);
 	for (int i = 0; i < 5000 && !atomic_load(&t.rdone); i++)
 		usleep(1000);
 	ck_assert_msg(atomic_load(&t.rdone), "reader did not return");

@@ -462,33 +462,21 @@ static void *gdf_poster(void *arg)
 	return NULL;
 }
 
-/* Spawns both from the worker itself: spawned from the OS thread, a host
- * that delayed the second spawn by more than 1 ms let the waiter time out
- * on an idle worker before the poster existed. Children of a weft thread
- * run newest first: the waiter runs first. */
-static void *gdf_driver(void *arg)
-{
-	weft_thread_t w, p;
-
-	WT_CHECK(weft_spawn(&p, gdf_poster, arg, NULL) == 0);
-	WT_CHECK(weft_spawn(&w, gdf_waiter, arg, NULL) == 0);
-	WT_CHECK(weft_join(w, NULL) == 0);
-	WT_CHECK(weft_join(p, NULL) == 0);
-	return NULL;
-}
-
 START_TEST(test_destroy_after_grant_timed)
 {
 	struct gdf g = { .wrc = -1, .drc = -1 };
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	void *page = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* the waiter first (see sc_pair_driver: spawned from this OS thread,
+	 * a 1 ms delay let the waiter time out before the poster existed) */
+	struct sc_pair pr = { gdf_waiter, gdf_poster, &g };
 	weft_thread_t d;
 
 	ck_assert(page != MAP_FAILED);
 	g.s = page;
 	ck_assert_int_eq(weft_sem_init(g.s, 0), 0);
 	wt_init_workers(1);
-	ck_assert_int_eq(weft_spawn(&d, gdf_driver, &g, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&d, sc_pair_driver, &pr, NULL), 0);
 	for (int i = 0; i < 5000 && !atomic_load(&g.wdone); i++)
 		usleep(1000);
 	ck_assert_msg(atomic_load(&g.wdone), "waiter did not return");

@@ -139,6 +139,30 @@ static inline int sc_until(int (*fn)(void *), void *arg, int want)
 	return r;
 }
 
+/* Run first(arg), then second(arg), on one weft worker in that order:
+ * both are spawned by a weft thread (children of a weft thread run newest
+ * first, so second is spawned first). Spawned from the OS thread instead,
+ * a host that delayed the second spawn let the first run alone to its end
+ * (the destroy-after-grant tests saw their pair miss each other under
+ * load). Call with the runtime on one worker; returns when both joined. */
+struct sc_pair {
+	void *(*first)(void *);
+	void *(*second)(void *);
+	void *arg;
+};
+
+static inline void *sc_pair_driver(void *p)
+{
+	struct sc_pair *pr = p;
+	weft_thread_t a, b;
+
+	WT_CHECK(weft_spawn(&b, pr->second, pr->arg, NULL) == 0);
+	WT_CHECK(weft_spawn(&a, pr->first, pr->arg, NULL) == 0);
+	WT_CHECK(weft_join(a, NULL) == 0);
+	WT_CHECK(weft_join(b, NULL) == 0);
+	return NULL;
+}
+
 static inline weft_stats_t sc_stats(void)
 {
 	weft_stats_t s;
