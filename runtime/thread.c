@@ -323,12 +323,26 @@ static void wait_off_cpu(struct weft_thread *t)
 		wft_cpu_relax();
 }
 
+/* What a spawn without attributes gets (WEFT_ATTR_INITIALIZER with the
+ * runtime's default stack size). */
+static inline void spawn_defaults(size_t *ss, int *guard, int *pin, int *detached)
+{
+	*ss = wft_rt.stack_size;
+	*guard = 1;
+	*pin = -1;
+	*detached = 0;
+}
+
 /* The spawn's slow cases: the runtime is not running yet, or an attribute
  * needs checking. Fills *ss, *guard, *pin, *detached. Returns 0 or an
- * errno. */
+ * errno; a bad stack size or guard is refused before the runtime starts. */
 static __attribute__((noinline)) int spawn_check(const weft_attr_t *attr, size_t *ss,
 						 int *guard, int *pin, int *detached)
 {
+	if (attr && attr->stack_size && attr->stack_size < WEFT_STACK_MIN)
+		return EINVAL;
+	if (attr && attr->guard != 0 && attr->guard != 1)
+		return EINVAL;
 	/* acquire: pairs with the release store of RUNNING in weft_init */
 	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
 		int rc = weft_init(NULL);
@@ -336,21 +350,13 @@ static __attribute__((noinline)) int spawn_check(const weft_attr_t *attr, size_t
 		if (rc && rc != EBUSY)
 			return rc;
 	}
-	if (!attr) {
-		*ss = wft_rt.stack_size;
-		*guard = 1;
-		*pin = -1;
-		*detached = 0;
+	spawn_defaults(ss, guard, pin, detached);
+	if (!attr)
 		return 0;
-	}
-	if (attr->stack_size && attr->stack_size < WEFT_STACK_MIN)
-		return EINVAL;
-	if (attr->guard != 0 && attr->guard != 1)
-		return EINVAL;
 	if (attr->worker < -1 || attr->worker >= wft_rt.nworkers)
 		return EINVAL;
-	*ss = attr->stack_size ? (attr->stack_size + wft_page_size() - 1) & ~(wft_page_size() - 1)
-			       : wft_rt.stack_size;
+	if (attr->stack_size)
+		*ss = (attr->stack_size + wft_page_size() - 1) & ~(wft_page_size() - 1);
 	*guard = attr->guard;
 	*pin = attr->worker;
 	*detached = attr->detached != 0;
@@ -394,10 +400,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	 * spawn_check() is only needed from OS threads. */
 	w = wft_worker_self();
 	if (wft_likely(!attr && w)) {
-		ss = wft_rt.stack_size;
-		guard = 1;
-		pin = -1;
-		detached = 0;
+		spawn_defaults(&ss, &guard, &pin, &detached);
 	} else {
 		rc = spawn_check(attr, &ss, &guard, &pin, &detached);
 		if (rc)

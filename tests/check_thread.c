@@ -421,6 +421,23 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* A spawn refused for a bad attribute does not start the runtime
+ * implicitly (the checks that need no runtime come first). */
+START_TEST(bad_attr_no_implicit_init)
+{
+	weft_attr_t a;
+	weft_thread_t t;
+
+	weft_attr_init(&a);
+	a.stack_size = 100;
+	ck_assert_int_eq(weft_spawn(&t, ret_arg, NULL, &a), EINVAL);
+	weft_attr_init(&a);
+	a.guard = 2;
+	ck_assert_int_eq(weft_spawn(&t, ret_arg, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_shutdown(), EINVAL);   /* never started */
+}
+END_TEST
+
 START_TEST(bad_config)
 {
 	weft_config_t c = WEFT_CONFIG_INITIALIZER;
@@ -818,6 +835,7 @@ static Suite *thread_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, bad_input, 0, wt_nconfigs);
 	tcase_add_test(tc, bad_config);
+	tcase_add_test(tc, bad_attr_no_implicit_init);
 	tcase_add_test(tc, fault_injection);
 	suite_add_tcase(s, tc);
 	return s;
