@@ -67,7 +67,6 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,7 +122,6 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 {
 	int n = wft_rt.nworkers;
 	unsigned start;
-	bool waiting = false;
 
 	if (n < 2 || !wft_feat(STEAL))
 		return NULL;
@@ -137,7 +135,7 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 		wft_stat_inc(w, steal_attempts);
 		t = wft_runq_steal(w, v);
 		if (!t)
-			t = wft_worker_steal_next(w, v, &waiting);
+			t = wft_worker_steal_next(w, v);
 		if (t)
 			return t;
 	}
@@ -169,16 +167,6 @@ static struct weft_thread *try_steal(struct wft_worker *w)
  * the two loads sees the other's update. */
 #define IDLE_TICK_NS 1000000
 
-static bool next_slot_stranded(struct wft_worker *w, struct wft_worker *v)
-{
-	/* relaxed: hints, re-validated by wft_worker_steal_next */
-	uintptr_t val = atomic_load_explicit(&v->next, memory_order_relaxed);
-	struct weft_thread *t = wft_next_untag(val);
-
-	return t && !(val & WFT_NEXT_PINNED) && w->nx_victim == v && w->nx_thread == t &&
-	       w->nx_switches == atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches,
-						      memory_order_relaxed);
-}
 
 static void idle_set(struct wft_worker *w)
 {
@@ -404,7 +392,7 @@ park:
 		for (int i = 0; i < wft_rt.nworkers; i++) {
 			struct wft_worker *v = wft_rt.workers[i];
 
-			if (v != w && next_slot_stranded(w, v))
+			if (v != w && wft_worker_next_stranded(w, v))
 				look_again = true;
 			if (v != w && wft_runq_has_work(v)) {
 				/* private-only work: ask the owner to publish; it

@@ -591,10 +591,13 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t);
 bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *j);
 /* Take the thread sitting in victim's next slot if it has sat there, with
  * victim running the same thread, for NEXT_STEAL_DELAY_NS (worker.c I5).
- * Returns it or NULL; *waiting is set if a candidate is being timed (the
- * caller should look again soon). Context: w's own worker (the thief). */
-struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *victim,
-					  bool *waiting);
+ * Returns it or NULL; on a first look it notes the candidate (w->nx_*).
+ * Context: w's own worker (the thief). */
+struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *victim);
+/* Is w timing a candidate that victim still strands (same thread, no
+ * switch since w noted it)? Then w should look again soon instead of
+ * sleeping. Context: w's own worker. */
+bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *victim);
 /* Deliver a chain of threads (all targeting w) from another thread. */
 void wft_worker_push_remote(struct wft_worker *w, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n);

@@ -369,8 +369,31 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
  * that has not switched for 5 us is running a long stretch. */
 #define NEXT_STEAL_DELAY_NS 5000
 
-struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *v,
-					  bool *waiting)
+/* The steal candidate w last noted (nx_*) is still what v's slot holds,
+ * and v has not switched since: v is running one thread all along. */
+static inline bool nx_unchanged(struct wft_worker *w, struct wft_worker *v,
+				struct weft_thread *t, uint64_t sw)
+{
+	return w->nx_victim == v && w->nx_thread == t && w->nx_switches == sw;
+}
+
+/* v's switch counter. relaxed: a counter the owner bumps at every switch
+ * (a hint) */
+static inline uint64_t switches_of(struct wft_worker *v)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches, memory_order_relaxed);
+}
+
+bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *v)
+{
+	/* relaxed: hints, re-validated by wft_worker_steal_next */
+	uintptr_t val = atomic_load_explicit(&v->next, memory_order_relaxed);
+	struct weft_thread *t = wft_next_untag(val);
+
+	return t && !(val & WFT_NEXT_PINNED) && nx_unchanged(w, v, t, switches_of(v));
+}
+
+struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *v)
 {
 	/* relaxed: the value alone decides (pinned tag, identity); the CAS
 	 * below acquires what the owner published with it */
@@ -381,21 +404,17 @@ struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worke
 
 	if (!t || (val & WFT_NEXT_PINNED) || !wft_feat(STEAL))
 		return NULL;
-	/* relaxed: a counter the owner bumps at every switch (a hint) */
-	sw = atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches, memory_order_relaxed);
+	sw = switches_of(v);
 	now = wft_now();
-	if (w->nx_victim != v || w->nx_thread != t || w->nx_switches != sw) {
+	if (!nx_unchanged(w, v, t, sw)) {
 		w->nx_victim = v;
 		w->nx_thread = t;
 		w->nx_switches = sw;
 		w->nx_seen = now;
-		*waiting = true;
 		return NULL;
 	}
-	if (now - w->nx_seen < NEXT_STEAL_DELAY_NS) {
-		*waiting = true;
+	if (now - w->nx_seen < NEXT_STEAL_DELAY_NS)
 		return NULL;
-	}
 	w->nx_victim = NULL;
 	/* acquire: pairs with the owner's release store or exchange of the
 	 * slot (t's state and context are visible); claims t against the
