@@ -277,32 +277,22 @@ static Suite *barrier_suite(void)
 	Suite *s = suite_create("barrier");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "basic", 10);
 	tcase_add_test(tc, test_basic);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_once_errors);
 	tcase_add_test(tc, test_waitgroup_errors);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("generations");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "generations", 30);
 	tcase_add_loop_test(tc, test_generations, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("once");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "once", 10);
 	tcase_add_loop_test(tc, test_once, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("waitgroup");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "waitgroup", 20);
 	tcase_add_loop_test(tc, test_waitgroup, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -1393,8 +1393,7 @@ static Suite *chan_suite(void)
 	Suite *s = suite_create("chan");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "basic", 30);
 	tcase_add_test(tc, test_ring_single_thread);
 	tcase_add_test(tc, test_rendezvous_try);
 	tcase_add_test(tc, test_big_elements);
@@ -1406,40 +1405,31 @@ static Suite *chan_suite(void)
 	tcase_add_loop_test(tc, test_select_blocking, 0, wt_nconfigs);
 	tcase_add_test(tc, test_select_same_channel);
 	tcase_add_test(tc, test_select_many_cases);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_bad_create);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_bad_select);
 	tcase_add_test(tc, test_destroy_busy);
 	tcase_add_test(tc, test_destroy_after_select_claimed);
 	tcase_add_test(tc, test_alloc_failure);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("timeout");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, test_timed_forms, 0, 2);
 	tcase_add_test(tc, test_timed_success);
 	tcase_add_loop_test(tc, test_timeout_race, 0, 8);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("contended");
-	tcase_set_timeout(tc, 60);
+	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, test_mpmc, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_select_forwarder, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_select_duel, 0, 3);
 	tcase_add_loop_test(tc, test_close_wakes_all, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("os_thread");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, test_mpmc_mixed, 0, 3);
 	tcase_add_test(tc, test_order_os_weft);
 	tcase_add_test(tc, test_forwarder_os);
 	tcase_add_test(tc, test_no_runtime);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

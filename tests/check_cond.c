@@ -582,35 +582,25 @@ static Suite *cond_suite(void)
 	Suite *s = suite_create("cond");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "basic", 30);
 	tcase_add_test(tc, test_basic);
 	tcase_add_loop_test(tc, test_prodcons, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_errors);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("semantics");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "semantics", 20);
 	tcase_add_loop_test(tc, test_signal_one, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_broadcast_many, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("timeout");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
 	tcase_add_test(tc, test_destroy_after_broadcast_timed);
 	tcase_add_test(tc, test_destroy_after_broadcast_race);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("os_thread");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

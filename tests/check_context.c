@@ -218,15 +218,13 @@ END_TEST
 static Suite *context_suite(void)
 {
 	Suite *s = suite_create("context");
-	TCase *tc = tcase_create("basic");
+	TCase *tc = wt_tcase(s, "basic", 30);
 
-	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, callee_saved, 0, wt_nconfigs);
 	if (!WT_ON_VALGRIND())
 		tcase_add_loop_test(tc, fp_control, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, fp_inherit, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, small_stack, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

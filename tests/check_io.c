@@ -1173,8 +1173,7 @@ static Suite *io_suite(void)
 	Suite *s = suite_create("io");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "basic", 30);
 	tcase_add_loop_test(tc, pipe_cross_worker, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, socketpair_pingpong, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, tcp_echo, 0, wt_nconfigs);
@@ -1186,37 +1185,26 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, no_fd_leak, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, init_barrier, 0, wt_nconfigs);
 	tcase_add_test(tc, backend_and_batching);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "errors", 30);
 	tcase_add_loop_test(tc, errnos, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, send_no_sigpipe, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("timeout");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, timeouts, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, timeout_repeat, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("os_thread");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
 	tcase_add_test(tc, os_thread_offload_inline);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("offload");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "offload", 30);
 	tcase_add_loop_test(tc, offload_runs_elsewhere, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, offload_bounded, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("contended");
-	tcase_set_timeout(tc, 60);
+	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, thousand_connections, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, migrating_pairs, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

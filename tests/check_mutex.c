@@ -797,47 +797,33 @@ static Suite *mutex_suite(void)
 	Suite *s = suite_create("mutex");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "basic", 10);
 	tcase_add_test(tc, test_basic);
 	tcase_add_test(tc, test_basic_weft);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_errors_timeout);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("contended");
-	tcase_set_timeout(tc, 60);
+	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, test_contended, 0, wt_nconfigs);
 	tcase_add_test(tc, test_contended_1024);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("handoff");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "handoff", 20);
 	tcase_add_loop_test(tc, test_handoff, 0, 2);
 	tcase_add_test(tc, test_handoff_woken);
 	tcase_add_test(tc, test_handoff_bound);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("spin");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "spin", 20);
 	tcase_add_test(tc, test_spin);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("timeout");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "timeout", 20);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("os_thread");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "os_thread", 20);
 	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);
 	tcase_add_test(tc, test_os_thread_no_runtime);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -141,14 +141,12 @@ END_TEST
 static Suite *os_suite(void)
 {
 	Suite *s = suite_create("os_thread");
-	TCase *tc = tcase_create("os_thread");
+	TCase *tc = wt_tcase(s, "os_thread", 30);
 
-	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, many_os_threads, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, unpark_from_os_thread, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, join_from_other_os_thread, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, errors_from_weft_thread, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -467,32 +467,22 @@ static Suite *rwlock_suite(void)
 	Suite *s = suite_create("rwlock");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "basic", 10);
 	tcase_add_loop_test(tc, test_basic, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_errors);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("contended");
-	tcase_set_timeout(tc, 60);
+	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, test_contended, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("fairness");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "fairness", 30);
 	tcase_add_loop_test(tc, test_fairness, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("timeout");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
 	tcase_add_test(tc, test_destroy_after_grant_timed);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

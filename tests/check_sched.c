@@ -537,9 +537,8 @@ END_TEST
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
-	TCase *tc = tcase_create("basic");
+	TCase *tc = wt_tcase(s, "basic", 30);
 
-	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, stealing_happens);
 	tcase_add_test(tc, surplus_spreads);
 	tcase_add_test(tc, remote_wakes);
@@ -549,7 +548,6 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, stranded_next_slot_stolen);
 	tcase_add_test(tc, stranded_after_displacement);
 	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -599,39 +599,27 @@ static Suite *sem_suite(void)
 	Suite *s = suite_create("sem");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "basic", 10);
 	tcase_add_test(tc, test_basic);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 10);
+	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_errors);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("conserve");
-	tcase_set_timeout(tc, 60);
+	tc = wt_tcase(s, "conserve", 60);
 	tcase_add_loop_test(tc, test_conserve, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("timeout");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("wakeq");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "wakeq", 20);
 	tcase_add_loop_test(tc, test_wakeq_deferred, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_wakeq_batch, 0, wt_nconfigs);
 	tcase_add_test(tc, test_destroy_after_grant_timed);
 	tcase_add_test(tc, test_wakeq_remote_fifo);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("os_thread");
-	tcase_set_timeout(tc, 20);
+	tc = wt_tcase(s, "os_thread", 20);
 	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

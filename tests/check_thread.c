@@ -808,8 +808,7 @@ static Suite *thread_suite(void)
 	Suite *s = suite_create("thread");
 	TCase *tc;
 
-	tc = tcase_create("basic");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "basic", 30);
 	tcase_add_loop_test(tc, spawn_join_value, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, spawn_join_100k, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, spawn_tree, 0, wt_nconfigs);
@@ -823,21 +822,16 @@ static Suite *thread_suite(void)
 	tcase_add_loop_test(tc, park_unpark, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, join_ignores_unpark, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, join_twice, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("scale");
-	tcase_set_timeout(tc, 60);
+	tc = wt_tcase(s, "scale", 60);
 	tcase_add_test(tc, million_unstarted);
 	tcase_add_loop_test(tc, parked_20k_guarded, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 30);
+	tc = wt_tcase(s, "errors", 30);
 	tcase_add_loop_test(tc, bad_input, 0, wt_nconfigs);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, bad_attr_no_implicit_init);
 	tcase_add_test(tc, fault_injection);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -157,15 +157,13 @@ END_TEST
 static Suite *timer_suite(void)
 {
 	Suite *s = suite_create("timer");
-	TCase *tc = tcase_create("timeout");
+	TCase *tc = wt_tcase(s, "timeout", 30);
 
-	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, sleep_duration, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, many_timers, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, early_wake_cancels_timer, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, timeout_vs_unpark, 0, wt_nconfigs);
 	tcase_add_test(tc, os_thread_sleep);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

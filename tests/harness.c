@@ -70,6 +70,15 @@ double wt_stress_seconds(void)
 	return d > 0 ? d : 2.0;
 }
 
+TCase *wt_tcase(Suite *s, const char *name, double timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, timeout_s);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 int wt_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

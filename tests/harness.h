@@ -54,6 +54,10 @@ uint64_t wt_rand(uint64_t *state);
 /* Stress budget in seconds: WEFT_STRESS_SECONDS, default 2. */
 double wt_stress_seconds(void);
 
+/* A test case named name with a timeout of timeout_s seconds, already
+ * added to s (tests may still be added to it). */
+TCase *wt_tcase(Suite *s, const char *name, double timeout_s);
+
 /* Run a suite: srunner with default settings; returns the exit status. */
 int wt_run_suite(Suite *s);
 

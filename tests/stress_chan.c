@@ -313,14 +313,12 @@ int main(void)
 {
 	double secs = wt_stress_seconds();
 	Suite *su = suite_create("stress_chan");
-	TCase *tc = tcase_create("stress");
+	/* STYLE: budget x 3; plus the close-and-drain phase */
+	TCase *tc = wt_tcase(su, "stress", secs * 3 + 10);
 
 	seed = wt_seed();
 	/* set before the fork: the child's budget starts now */
 	end_time = weft_now_ns() + (weft_time_t)(secs * 1e9);
-	/* STYLE: budget x 3; plus the close-and-drain phase */
-	tcase_set_timeout(tc, secs * 3 + 10);
 	tcase_add_test(tc, test_stress);
-	suite_add_tcase(su, tc);
 	return wt_run_suite(su);
 }

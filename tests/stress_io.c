@@ -183,11 +183,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stress_io");
-	TCase *tc = tcase_create("streams");
-
 	/* the budget x3 (STYLE), plus start-up and the drain after the deadline */
-	tcase_set_timeout(tc, wt_stress_seconds() * 3 + 10);
+	TCase *tc = wt_tcase(s, "streams", wt_stress_seconds() * 3 + 10);
+
 	tcase_add_loop_test(tc, streams, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return wt_run_suite(s);
 }

@@ -260,10 +260,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stress_sync");
-	TCase *tc = tcase_create("stress");
+	TCase *tc = wt_tcase(s, "stress", wt_stress_seconds() * 3 + 10);
 
-	tcase_set_timeout(tc, wt_stress_seconds() * 3 + 10);
 	tcase_add_loop_test(tc, test_stress, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return wt_run_suite(s);
 }

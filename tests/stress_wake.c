@@ -123,10 +123,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stress_wake");
-	TCase *tc = tcase_create("contended");
+	TCase *tc = wt_tcase(s, "contended", wt_stress_seconds() * 3 * 3 + 10);
 
-	tcase_set_timeout(tc, wt_stress_seconds() * 3 * 3 + 10);
 	tcase_add_loop_test(tc, cross_worker_wakes, 0, wt_nconfigs);
-	suite_add_tcase(s, tc);
 	return wt_run_suite(s);
 }
