@@ -35,16 +35,9 @@
 #include <weft.h>
 #include <weft/io.h>
 
+#include "conn_server.h"
+
 #define BUF 16384
-
-static int listen_fd;
-
-static void tune(int fd)
-{
-	int one = 1;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
 
 /* The thread-per-connection handler (weft and pthread). */
 static void *echo_conn(void *arg)
@@ -70,72 +63,6 @@ out:
 	return NULL;
 }
 
-static void *weft_acceptor(void *arg)
-{
-	weft_attr_t a;
-
-	(void)arg;
-	weft_attr_init(&a);
-	a.detached = 1;
-	a.stack_size = 64 * 1024;
-	for (;;) {
-		int fd = weft_io_accept(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			weft_sleep_ns(1000000);
-			continue;
-		}
-		tune(fd);
-		if (weft_spawn(NULL, echo_conn, (void *)(intptr_t)fd, &a))
-			close(fd);
-	}
-	return NULL;
-}
-
-static void run_weft(int workers)
-{
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	int rc;
-
-	cfg.workers = workers;
-	if ((rc = weft_init(&cfg))) {
-		fprintf(stderr, "weft_init: %s\n", strerror(rc));
-		exit(1);
-	}
-	for (int i = 0; i < weft_workers(); i++) {
-		weft_attr_t a;
-
-		weft_attr_init(&a);
-		a.worker = i;
-		a.detached = 1;
-		if (weft_spawn(NULL, weft_acceptor, NULL, &a))
-			exit(1);
-	}
-	for (;;)
-		pause();
-}
-
-static void run_pthread(void)
-{
-	pthread_attr_t a;
-
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, 64 * 1024 + BUF);
-	for (;;) {
-		pthread_t t;
-		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			usleep(1000);
-			continue;
-		}
-		tune(fd);
-		if (pthread_create(&t, &a, echo_conn, (void *)(intptr_t)fd))
-			close(fd);
-	}
-}
-
 /* ---------------------------------------------------------------------- */
 /* epoll baseline */
 
@@ -153,7 +80,7 @@ static void *epoll_loop(void *arg)
 	(void)arg;
 	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
 	ev.data.ptr = NULL;   /* NULL: the listener */
-	epoll_ctl(ep, EPOLL_CTL_ADD, listen_fd, &ev);
+	epoll_ctl(ep, EPOLL_CTL_ADD, cs_listen_fd, &ev);
 	for (;;) {
 		int n = epoll_wait(ep, evs, 256, -1);
 
@@ -162,11 +89,11 @@ static void *epoll_loop(void *arg)
 			ssize_t k;
 
 			if (!c) {
-				int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+				int fd = accept4(cs_listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 				if (fd < 0)
 					continue;
-				tune(fd);
+				cs_tune(fd);
 				c = malloc(sizeof(*c));
 				c->fd = fd;
 				c->off = c->len = 0;
@@ -221,19 +148,10 @@ static void run_epoll(int threads)
 	epoll_loop(NULL);
 }
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	if (getenv("WEFT_STATS"))
-		weft_stats_print(stderr);
-	_exit(0);
-}
-
 int main(int argc, char **argv)
 {
 	const char *impl = "weft";
-	int port = 9000, workers = 0, one = 1;
-	struct sockaddr_in sa;
+	int port = 9000, workers = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strncmp(argv[i], "--impl=", 7))
@@ -248,27 +166,19 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sa.sin_port = htons((uint16_t)port);
-	if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(listen_fd, 4096)) {
-		perror("bind/listen");
+	cs_conn = echo_conn;
+	/* the handler keeps a BUF-byte buffer on its stack */
+	cs_stack_size = 64 * 1024 + BUF;
+	if (cs_listen("127.0.0.1", port))
 		return 1;
-	}
 	fprintf(stderr, "echo-server: impl=%s port %d\n", impl, port);
 	if (!strcmp(impl, "weft"))
-		run_weft(workers);
+		cs_run_weft(workers);
 	else if (!strcmp(impl, "pthread"))
-		run_pthread();
+		cs_run_pthread();
 	else if (!strcmp(impl, "epoll")) {
 		/* non-blocking listener: several loops share it */
-		fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+		fcntl(cs_listen_fd, F_SETFL, fcntl(cs_listen_fd, F_GETFL) | O_NONBLOCK);
 		run_epoll(workers);
 	} else {
 		fprintf(stderr, "unknown --impl=%s\n", impl);

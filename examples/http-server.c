@@ -44,6 +44,8 @@
 #include <weft.h>
 #include <weft/io.h>
 
+#include "conn_server.h"
+
 static const char RESPONSE[] =
 	"HTTP/1.1 200 OK\r\n"
 	"Server: weft-example\r\n"
@@ -149,119 +151,17 @@ out:
 
 /* ---------------------------------------------------------------------- */
 
-static int listen_fd;
-static size_t stack_size = 64 * 1024;
-static int pin_conns;
-
-static void tune(int fd)
-{
-	int one = 1;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-static void *weft_conn(void *arg)
+/* The handler of each connection thread (weft and pthread impl). */
+static void *conn_thread(void *arg)
 {
 	serve((int)(intptr_t)arg);
 	return NULL;
-}
-
-static void *weft_acceptor(void *arg)
-{
-	static _Atomic unsigned next_worker;
-	weft_attr_t a;
-
-	(void)arg;
-	weft_attr_init(&a);
-	a.detached = 1;
-	a.stack_size = stack_size;
-	for (;;) {
-		int fd = weft_io_accept(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			int e = weft_errno();   /* not errno: see weft/io.h */
-
-			if (e == EMFILE || e == ENFILE || e == ENOMEM)
-				weft_sleep_ns(10000000);
-			continue;
-		}
-		tune(fd);
-		if (pin_conns)
-			a.worker = (int)(atomic_fetch_add(&next_worker, 1) % (unsigned)weft_workers());
-		if (weft_spawn(NULL, weft_conn, (void *)(intptr_t)fd, &a))
-			close(fd);
-	}
-	return NULL;
-}
-
-static void *pthread_conn(void *arg)
-{
-	serve((int)(intptr_t)arg);
-	return NULL;
-}
-
-static void run_pthread(void)
-{
-	pthread_attr_t a;
-
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, stack_size);
-	for (;;) {
-		pthread_t t;
-		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
-				usleep(10000);
-			continue;
-		}
-		tune(fd);
-		if (pthread_create(&t, &a, pthread_conn, (void *)(intptr_t)fd))
-			close(fd);
-	}
-}
-
-static void run_weft(int workers)
-{
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	int n, rc;
-
-	cfg.workers = workers;
-	rc = weft_init(&cfg);
-	if (rc) {
-		fprintf(stderr, "weft_init: %s\n", strerror(rc));
-		exit(1);
-	}
-	n = weft_workers();
-	for (int i = 0; i < n; i++) {
-		weft_attr_t a;
-
-		weft_attr_init(&a);
-		a.worker = i;
-		a.detached = 1;
-		if (weft_spawn(NULL, weft_acceptor, NULL, &a)) {
-			fprintf(stderr, "cannot spawn acceptor\n");
-			exit(1);
-		}
-	}
-	for (;;)
-		pause();
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	if (getenv("WEFT_STATS"))
-		weft_stats_print(stderr);
-	_exit(0);
 }
 
 int main(int argc, char **argv)
 {
 	const char *impl = "weft", *addr = "127.0.0.1";
-	int port = 8080, workers = 0, one = 1;
-	struct sockaddr_in sa;
+	int port = 8080, workers = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strncmp(argv[i], "--impl=", 7))
@@ -273,9 +173,9 @@ int main(int argc, char **argv)
 		else if (!strncmp(argv[i], "--workers=", 10))
 			workers = atoi(argv[i] + 10);
 		else if (!strncmp(argv[i], "--stack=", 8))
-			stack_size = strtoul(argv[i] + 8, NULL, 0);
+			cs_stack_size = strtoul(argv[i] + 8, NULL, 0);
 		else if (!strcmp(argv[i], "--pin-conns"))
-			pin_conns = 1;
+			cs_pin_conns = 1;
 		else {
 			fprintf(stderr, "usage: %s [--impl=weft|pthread] [--port=N] [--addr=A] "
 				"[--workers=N] [--stack=BYTES] [--pin-conns]\n", argv[0]);
@@ -286,24 +186,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unknown --impl=%s (weft or pthread)\n", impl);
 		return 2;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-
-	listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1 ||
-	    bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(listen_fd, 4096)) {
-		perror("bind/listen");
+	cs_conn = conn_thread;
+	if (cs_listen(addr, port))
 		return 1;
-	}
 	fprintf(stderr, "http-server: impl=%s listening on %s:%d\n", impl, addr, port);
 	if (!strcmp(impl, "pthread"))
-		run_pthread();
+		cs_run_pthread();
 	else
-		run_weft(workers);
+		cs_run_weft(workers);
 	return 0;
 }
