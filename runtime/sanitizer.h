@@ -72,7 +72,9 @@ void __tsan_release(void *addr);
 /* RUNNING_ON_VALGRIND, read once by weft_init (a client request costs a
  * dozen instructions natively; a thread start should not pay them) */
 extern int wft_vg_running;
+#define WFT_VG_RUNNING() wft_vg_running
 #else
+#define WFT_VG_RUNNING() 0
 #define WFT_VG_STACK_REGISTER(lo, hi) 0u
 #define WFT_VG_STACK_DEREGISTER(id) ((void)(id))
 #define WFT_VG_STACK_FRESH(lo, size) ((void)(lo), (void)(size))

@@ -161,6 +161,7 @@
  */
 #include "runtime/wft.h"
 #include "runtime/uring.h"
+#include "runtime/sanitizer.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -203,7 +204,9 @@ enum { SLOT_UNUSED = 0, SLOT_RING, SLOT_FALLBACK };
 static _Atomic int slot_state[WEFT_WORKERS_MAX];
 static _Atomic unsigned last_flags;     /* setup flags of the last ring made */
 static _Atomic int last_err;            /* errno of the last failed setup */
-static _Atomic int disabled_by_feature; /* NO_URING */
+/* Why no worker has a ring although the kernel may have io_uring: */
+enum { OFF_NOT = 0, OFF_FEATURE, OFF_VALGRIND };
+static _Atomic int disabled_by; /* OFF_*: NO_URING, or running on Valgrind */
 
 static const struct {
 	unsigned flag;
@@ -292,12 +295,20 @@ int wft_uring_setup(struct wft_worker *w)
 
 	w->ring = NULL;
 	wft_offload_ref();
-	if (!wft_feat(URING)) {
-		atomic_store_explicit(&disabled_by_feature, 1, memory_order_relaxed);
+	/* Valgrind serialises threads and cannot run the others while one is
+	 * blocked in io_uring_enter: a worker waiting in its ring for a kick
+	 * hung the whole program (weft-micro never finished under Memcheck
+	 * or Callgrind). So under Valgrind every worker takes the offload
+	 * path, as with NO_URING. */
+	if (!wft_feat(URING) || WFT_VG_RUNNING()) {
+		/* relaxed: a report, as slot_state */
+		atomic_store_explicit(&disabled_by, wft_feat(URING) ? OFF_VALGRIND : OFF_FEATURE,
+				      memory_order_relaxed);
 		atomic_store_explicit(&slot_state[w->id], SLOT_FALLBACK, memory_order_relaxed);
 		return 0;
 	}
-	atomic_store_explicit(&disabled_by_feature, 0, memory_order_relaxed);
+	/* relaxed: a report, as slot_state */
+	atomic_store_explicit(&disabled_by, OFF_NOT, memory_order_relaxed);
 	/* No kicker can see this slot yet: w->ring is NULL until the end. */
 	memset(&r->ring, 0, sizeof(r->ring));
 	r->held = 0;
@@ -612,7 +623,7 @@ void wft_uring_kick(struct wft_worker *w)
 
 int wft_uring_describe(char *buf, size_t len)
 {
-	int n = wft_rt.nworkers, rings = 0, used = 0, off = 0;
+	int n = wft_rt.nworkers, rings = 0, used = 0, off = 0, why;
 	unsigned fl = atomic_load_explicit(&last_flags, memory_order_relaxed);
 	char names[128] = "";
 
@@ -631,8 +642,9 @@ int wft_uring_describe(char *buf, size_t len)
 	if (rings) {
 		snprintf(buf, len, "io_uring on %d/%d workers (%s; kick=%s)", rings, used,
 			 off ? names : "no flags", KICK_MSG_RING ? "msg_ring" : "eventfd");
-	} else if (atomic_load_explicit(&disabled_by_feature, memory_order_relaxed)) {
-		snprintf(buf, len, "offload pool (io_uring disabled: WEFT_FEATURES=NO_URING)");
+	} else if ((why = atomic_load_explicit(&disabled_by, memory_order_relaxed)) != OFF_NOT) {
+		snprintf(buf, len, "offload pool (io_uring disabled: %s)",
+			 why == OFF_FEATURE ? "WEFT_FEATURES=NO_URING" : "running on Valgrind");
 	} else if (used) {
 		snprintf(buf, len, "offload pool (io_uring unavailable: %s)",
 			 strerror(atomic_load_explicit(&last_err, memory_order_relaxed)));

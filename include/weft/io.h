@@ -15,7 +15,8 @@
  *     threads together once per scheduling round and wakes each thread when
  *     its completion arrives. The thread may resume on another worker.
  *   - Without io_uring (kernel.io_uring_disabled, a seccomp filter, ENOSYS,
- *     or WEFT_FEATURES=NO_URING), the same calls first try the operation
+ *     WEFT_FEATURES=NO_URING, or running on Valgrind, which cannot run the
+ *     other threads while one waits in io_uring_enter), the same calls first try the operation
  *     without blocking; pollable descriptors (sockets, pipes, ttys, eventfds)
  *     then wait for readiness in a shared poller thread, and everything else
  *     (regular files, openat, fsync, connect) runs on the offload pool below.
