@@ -54,8 +54,10 @@
  * (so it follows the thread across workers). URING: the SQE is linked
  * (IOSQE_IO_LINK) to an IORING_OP_LINK_TIMEOUT; if the timeout fires first,
  * the operation completes with -ECANCELED, reported as ETIMEDOUT (a partial
- * transfer reports its count instead, as the kernel does). The timeout's own
- * CQE carries WFT_URING_TAG_IGNORE, so it refers to nothing on our stack.
+ * transfer reports its count instead, as the kernel does). The call also
+ * waits for the timeout's own CQE: a timeout that fired cancels by
+ * user_data, possibly after the operation's CQE, and would hit the
+ * caller's next operation, which reuses the address (uop_wait).
  * FALLBACK: the timeout bounds the readiness wait (a deadline for the park).
  *
  * Fallback. A worker without a ring must never block in a system call, or
@@ -220,6 +222,7 @@ static inline ssize_t io_ret(int res)
 /* One operation on the ring, on the caller's frame (I1). */
 struct uop {
 	struct wft_waiter wt;
+	struct wft_waiter lt_wt;        /* the linked timeout's CQE (uop_wait) */
 	struct __kernel_timespec ts;
 	struct io_uring_sqe *sqe;
 	uint64_t tmo;
@@ -250,9 +253,20 @@ static int uop_wait(struct wft_worker *w, struct uop *op)
 		op->ts.tv_nsec = (long long)(op->tmo % 1000000000ull);
 		op->sqe->flags |= IOSQE_IO_LINK;
 		io_uring_prep_link_timeout(lt, &op->ts, 0);
-		io_uring_sqe_set_data64(lt, WFT_URING_TAG_IGNORE);
+		wft_waiter_init(&op->lt_wt);
+		io_uring_sqe_set_data(lt, &op->lt_wt);
 	}
 	wft_waiter_wait(&op->wt, WEFT_TIME_INFINITE);
+	/* A linked timeout that fired cancels its operation by user_data
+	 * (&op->wt), from task work that may run after the operation's own
+	 * CQE was posted and reaped - and then it cancels our next operation,
+	 * which has the same user_data (same frame): a call without a timeout
+	 * failed with ECANCELED (found with the wait hint, which makes the
+	 * next call a waiting one at once). The timeout's CQE is posted only
+	 * after that cancel attempt, so wait for it too; it usually comes in
+	 * the same reap as the operation's. */
+	if (op->tmo)
+		wft_waiter_wait(&op->lt_wt, WEFT_TIME_INFINITE);
 	/* I2: w is stale from here on */
 	if (op->wt.result == -ECANCELED && op->tmo)
 		return -ETIMEDOUT;
