@@ -121,6 +121,8 @@
  *   - fcntl(F_GETFL) before every call, or a per-fd cache of the flag: the
  *     first costs a syscall per operation; the second goes stale silently
  *     when the application calls fcntl() or reuses the descriptor number.
+ *     (A call the Wait hint sends straight to the waiting form does check
+ *     the flag first: that fcntl replaces a doomed phase 1, which cost more.)
  *     Measured (examples/echo-server, 1 worker, 50 connections, server CPU
  *     per round trip, 3 runs each): two phases 7.2-8.6 us, fcntl first
  *     7.3-7.7 us, no O_NONBLOCK check at all 6.9-9.2 us - within the noise
@@ -629,8 +631,10 @@ static ssize_t op_syscall(enum op_kind k, const struct opargs *a)
 	case K_RECV:
 		return recv(a->fd, a->buf, a->len, a->flags);
 	case K_SEND:
-		/* MSG_NOSIGNAL: io_uring's send never raises SIGPIPE, so
-		 * neither does any other path of a weft thread's send */
+		/* MSG_NOSIGNAL: io_uring's send never raises SIGPIPE, so a
+		 * weft thread's blocking send does not on any path (the
+		 * MSG_DONTWAIT and OS-thread calls are plain send(2):
+		 * weft/io.h) */
 		return send(a->fd, a->buf, a->len, a->flags | MSG_NOSIGNAL);
 	case K_RECVMSG:
 		return recvmsg(a->fd, a->msg, a->flags);

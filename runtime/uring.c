@@ -501,7 +501,8 @@ unsigned wft_uring_poll(struct wft_worker *w)
 }
 
 /* Context: weft thread running on w. May park: only if the SQ stays full
- * after a flush (it yields). Returns: a free SQE, never NULL. */
+ * after a flush (it yields, and resumes on w). Returns: a free SQE of
+ * w's ring, never NULL; room for need SQEs. */
 struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need)
 {
 	struct wft_uring *r = w->ring;
@@ -516,9 +517,21 @@ struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need)
 		if (io_uring_sq_space_left(&r->ring) >= need)
 			break;
 		reap(w, r);
-		weft_yield();
-		w = wft_worker_self();   /* I3: we may have moved */
-		r = w->ring;
+		{
+			/* Stay on w across the yield: a temporary pin (pinned
+			 * threads are never published to thieves, runq.c I3).
+			 * The caller takes its linked timeout's SQE from
+			 * w->ring right after this one (uop_wait), and the
+			 * worker it could move to may have no ring at all
+			 * (found by review: the old "reload w after the
+			 * yield" put the two halves of a link on two rings). */
+			struct weft_thread *self = wft_thread_self();
+			int pin = self->pin;
+
+			self->pin = w->id;
+			weft_yield();
+			self->pin = pin;
+		}
 	}
 	sqe = io_uring_get_sqe(&r->ring);
 	return sqe;
