@@ -1209,6 +1209,75 @@ START_TEST(wait_hint)
 }
 END_TEST
 
+/* A receive with a timeout whose data arrives as the timeout fires, then
+ * at once a receive without one: the second must never fail with
+ * ECANCELED. A linked timeout that fired cancels by user_data, possibly
+ * after its operation's CQE was reaped, and the next operation of the
+ * same thread has the same user_data (runtime/io.c uop_wait: the call
+ * waits for the timeout's own CQE). The sender writes one byte every
+ * ~100 us against a 100 us receive timeout, for about 0.3 s. */
+struct race_arg {
+	int fd;
+	_Atomic int stop;
+};
+
+static void *race_sender(void *arg)
+{
+	struct race_arg *r = arg;
+
+	/* relaxed: a stop flag; the join orders everything else */
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		weft_sleep_ns(100000);
+		if (weft_io_send(r->fd, "x", 1, 0) != 1)
+			break;
+	}
+	return NULL;
+}
+
+static void *race_receiver(void *arg)
+{
+	int fd = *(int *)arg;
+	weft_time_t end = weft_now_ns() + 300000000ull;
+	char c;
+
+	while (weft_now_ns() < end) {
+		ssize_t n;
+
+		WT_CHECK(weft_io_set_timeout(100000) == 0);
+		n = weft_io_recv(fd, &c, 1, 0);
+		WT_CHECK(n == 1 || (n == -1 && weft_errno() == ETIMEDOUT));
+		WT_CHECK(weft_io_set_timeout(0) == 0);
+		n = weft_io_recv(fd, &c, 1, 0);
+		WT_CHECK(n == 1);
+		if (n != 1)
+			break;
+	}
+	return NULL;
+}
+
+START_TEST(timeout_cancel_race)
+{
+	struct race_arg r;
+	weft_thread_t s, rv;
+	int sv[2];
+
+	wt_init(_i);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	r.fd = sv[1];
+	atomic_init(&r.stop, 0);
+	s = spawn_on(-1, race_sender, &r);
+	rv = spawn_on(-1, race_receiver, &sv[0]);
+	join(rv);
+	/* relaxed: see race_sender */
+	atomic_store_explicit(&r.stop, 1, memory_order_relaxed);
+	join(s);
+	wt_assert_no_failure();
+	close(sv[0]);
+	close(sv[1]);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -1235,6 +1304,7 @@ static Suite *io_suite(void)
 	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, timeouts, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, timeout_repeat, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, timeout_cancel_race, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
