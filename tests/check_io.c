@@ -1278,6 +1278,45 @@ START_TEST(timeout_cancel_race)
 }
 END_TEST
 
+/* Timeouts on the hinted and direct paths (runtime/io.c Wait hint, Direct
+ * sends): a receive the hint sends straight to the waiting form, and a
+ * send that finds the buffer full after its direct try, still end with
+ * ETIMEDOUT when nothing comes (found missing by review). */
+static void *hinted_timeout_cases(void *arg)
+{
+	int *sv = arg;
+	static char big[1 << 16];
+	char c = 0;
+	ssize_t n;
+	int sent = 0;
+
+	for (int i = 0; i < 3; i++)
+		WT_CHECK(late_recv(sv, &c));   /* the hint is set now */
+	WT_CHECK(weft_io_set_timeout(20 * 1000000ull) == 0);
+	n = weft_io_recv(sv[0], &c, 1, 0);
+	WT_CHECK(n == -1 && weft_errno() == ETIMEDOUT);
+	/* nobody reads sv[0]: fill sv[1]'s buffer, then time out */
+	for (int i = 0; i < 1000; i++) {
+		n = weft_io_send(sv[1], big, sizeof(big), 0);
+		if (n < 0)
+			break;
+		sent += n > 0;
+	}
+	WT_CHECK(sent > 0);
+	WT_CHECK(n == -1 && weft_errno() == ETIMEDOUT);
+	WT_CHECK(weft_io_set_timeout(0) == 0);
+	return NULL;
+}
+
+START_TEST(hinted_timeouts)
+{
+	wt_init(_i);
+	run_on_socketpair(hinted_timeout_cases);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -1305,6 +1344,7 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, timeouts, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, timeout_repeat, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, timeout_cancel_race, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, hinted_timeouts, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
