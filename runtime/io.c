@@ -659,6 +659,15 @@ static inline _Atomic uint8_t *hint_of(int fd, bool out)
 	return fd >= 0 && fd < HINT_FDS ? &wait_hint[out][fd] : NULL;
 }
 
+/* The waiting form after a phase 1 that found nothing: poll first (the
+ * data is not there yet), unless the kernel rejected that once. */
+static inline int wait_form(void)
+{
+	/* relaxed: see poll_first_bad */
+	return atomic_load_explicit(&poll_first_bad, memory_order_relaxed) ? PREP_WAIT
+									   : PREP_WAIT_POLL_FIRST;
+}
+
 static inline bool is_out(enum op_kind k)
 {
 	return k == K_WRITE || k == K_WRITEV || k == K_SEND || k == K_SENDMSG;
@@ -672,28 +681,24 @@ static ssize_t uring_op(struct wft_worker *w, enum op_kind k, const struct oparg
 	_Atomic uint8_t *hint = hint_of(a->fd, is_out(k));
 	struct uop op;
 	int res, nb, how = PREP_WAIT;
+	bool skip = skip_phase1(k, a);
 	uint8_t h;
 
-	if (skip_phase1(k, a)) {
+	/* relaxed: a per-descriptor performance hint (Wait hint), set by the
+	 * store after a failed phase 1 below; a stale or lost value costs one
+	 * wasted phase 1 or one fcntl, never a result */
+	h = !skip && hint && WAIT_HINT ? atomic_load_explicit(hint, memory_order_relaxed) : 0;
+	if (skip || h) {
+		/* No phase 1: it cannot work here, or (hint) the last one here
+		 * found nothing - except every HINT_PROBE_EVERY-th call (the
+		 * hint decays). relaxed: as above */
+		if (h)
+			atomic_store_explicit(hint, (uint8_t)(h - 1), memory_order_relaxed);
 		nb = nonblocking(a->fd);
 		if (nb)
 			return nb < 0 ? io_ret(nb) : op_syscall(k, a);
-		goto wait;
-	}
-	/* relaxed: a per-descriptor performance hint (Wait hint); a stale or
-	 * lost value costs one wasted phase 1 or one fcntl, never a result */
-	h = hint && WAIT_HINT ? atomic_load_explicit(hint, memory_order_relaxed) : 0;
-	if (h) {
-		/* The last phase 1 here found nothing: skip the doomed try,
-		 * except every HINT_PROBE_EVERY-th call (the hint decays). */
-		/* relaxed: as above */
-		atomic_store_explicit(hint, (uint8_t)(h - 1), memory_order_relaxed);
-		nb = nonblocking(a->fd);
-		if (nb)
-			return nb < 0 ? io_ret(nb) : op_syscall(k, a);
-		/* relaxed: see poll_first_bad */
-		if (!atomic_load_explicit(&poll_first_bad, memory_order_relaxed))
-			how = PREP_WAIT_POLL_FIRST;
+		if (h)
+			how = wait_form();
 		goto wait;
 	}
 	if (phase1_direct(k)) {
@@ -717,7 +722,7 @@ static ssize_t uring_op(struct wft_worker *w, enum op_kind k, const struct oparg
 		 * decide by the flag; phase 2 repeats a genuine EINVAL */
 		nb = nonblocking(a->fd);
 		if (nb)
-			return nb < 0 ? io_ret(nb) : accept4(a->fd, a->addr, a->addrlen, a->flags);
+			return nb < 0 ? io_ret(nb) : op_syscall(k, a);
 		/* relaxed: a sticky hint (accept_dontwait_bad) */
 		atomic_store_explicit(&accept_dontwait_bad, 1, memory_order_relaxed);
 	} else if (res == -EAGAIN || res == -EWOULDBLOCK) {
@@ -725,11 +730,10 @@ static ssize_t uring_op(struct wft_worker *w, enum op_kind k, const struct oparg
 		if (nb)
 			return io_ret(nb < 0 ? nb : -EAGAIN);
 		if (hint && WAIT_HINT)
-			/* relaxed: Wait hint */
+			/* relaxed: the Wait hint, read by the load above in a
+			 * later call (a performance hint only) */
 			atomic_store_explicit(hint, HINT_PROBE_EVERY, memory_order_relaxed);
-		/* relaxed: see poll_first_bad */
-		if (!atomic_load_explicit(&poll_first_bad, memory_order_relaxed))
-			how = PREP_WAIT_POLL_FIRST;
+		how = wait_form();
 	} else if (res != -EOPNOTSUPP) {
 		return io_ret(res);   /* done (or a real error) without waiting */
 	}
