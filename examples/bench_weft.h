@@ -3,7 +3,8 @@
  * inside the runtime (weft-micro, sync-micro): results passed back as a
  * thread's return value, running a function in a weft thread, --bench list
  * matching, and the "busy worker" threads that keep a worker (or a CPU, for
- * the pthread baselines) occupied.
+ * the pthread baselines) occupied; starting the runtime or exiting (also
+ * used by the servers' examples/conn_server.h).
  */
 #ifndef WEFT_EXAMPLES_BENCH_WEFT_H
 #define WEFT_EXAMPLES_BENCH_WEFT_H
@@ -12,7 +13,25 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <weft.h>
+
+/* Start the runtime with workers workers (0: one per CPU), or print why
+ * not and exit(1). */
+static inline void bench_weft_start(int workers)
+{
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	int rc;
+
+	cfg.workers = workers;
+	rc = weft_init(&cfg);
+	if (rc) {
+		fprintf(stderr, "weft_init: %s\n", strerror(rc));
+		exit(1);
+	}
+}
 
 /* A double through a thread's void * result (and back). */
 static inline void *bench_dret(double v)

@@ -30,6 +30,8 @@
 #include <weft.h>
 #include <weft/io.h>
 
+#include "examples/bench_weft.h"
+
 static void *(*cs_conn)(void *arg);      /* the connection handler */
 static size_t cs_stack_size = 64 * 1024;  /* each connection thread's stack */
 static int cs_pin_conns;                  /* weft: pin connections round robin */
@@ -84,15 +86,7 @@ static inline void *cs_weft_acceptor(void *arg)
  * acceptor pinned to each worker; the main thread then only waits. */
 static inline __attribute__((noreturn)) void cs_run_weft(int workers)
 {
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	int rc;
-
-	cfg.workers = workers;
-	rc = weft_init(&cfg);
-	if (rc) {
-		fprintf(stderr, "weft_init: %s\n", strerror(rc));
-		exit(1);
-	}
+	bench_weft_start(workers);
 	for (int i = 0; i < weft_workers(); i++) {
 		weft_attr_t a;
 

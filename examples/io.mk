@@ -4,11 +4,13 @@
 noinst_PROGRAMS += examples/http-server examples/echo-server examples/echo-client \
 	examples/kick-pingpong
 
-examples_http_server_SOURCES = examples/http-server.c examples/conn_server.h
+examples_http_server_SOURCES = examples/http-server.c examples/conn_server.h \
+	examples/bench.h examples/bench_weft.h
 examples_http_server_CFLAGS = $(EX_CFLAGS)
 examples_http_server_LDADD = $(EX_LDADD)
 
-examples_echo_server_SOURCES = examples/echo-server.c examples/conn_server.h
+examples_echo_server_SOURCES = examples/echo-server.c examples/conn_server.h \
+	examples/bench.h examples/bench_weft.h
 examples_echo_server_CFLAGS = $(EX_CFLAGS)
 examples_echo_server_LDADD = $(EX_LDADD)
 

@@ -291,9 +291,7 @@ static double pthread_pair(void *arg)
 int main(int argc, char **argv)
 {
 	const char *benches = NULL;
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 	char param[64];
-	int rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--bench=", 8) == 0) {
@@ -308,11 +306,7 @@ int main(int argc, char **argv)
 	}
 	if (runs < 1)
 		runs = 1;
-	cfg.workers = 2;
-	if ((rc = weft_init(&cfg))) {
-		fprintf(stderr, "weft_init: %s\n", strerror(rc));
-		return 1;
-	}
+	bench_weft_start(2);
 	if (bench_want(benches, "mutex_uncontended")) {
 		snprintf(param, sizeof(param), "n=%d", UNC_N);
 		bench_result(NULL, "mutex_uncontended", "weft", param, run_median(unc_weft, NULL), "ns");

@@ -35,19 +35,6 @@ static int runs = 5;
 /* ---------------------------------------------------------------------- */
 /* helpers */
 
-static void start_weft(int workers)
-{
-	weft_config_t c = WEFT_CONFIG_INITIALIZER;
-	int rc;
-
-	c.workers = workers;
-	rc = weft_init(&c);
-	if (rc) {
-		fprintf(stderr, "weft_init: %s\n", strerror(rc));
-		exit(1);
-	}
-}
-
 static void *nop(void *arg)
 {
 	return arg;
@@ -371,7 +358,7 @@ int main(int argc, char **argv)
 	do_pthread = !strcmp(impl, "all") || !strcmp(impl, "pthread");
 
 	if (do_weft)
-		start_weft(ncpu >= 2 ? ncpu : 2);
+		bench_weft_start(ncpu >= 2 ? ncpu : 2);
 
 	if (bench_want(benches, "spawn_join_seq")) {
 		snprintf(param, sizeof(param), "n=%d", SEQ_N);
