@@ -589,6 +589,11 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t);
 /* Exit cur directly into j (its joiner); false if j should not run here
  * now (see worker.c). Context: cur on w; j RUNNABLE, owned by the caller. */
 bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *j);
+/* Direct join (worker.c): take t if it heads w's private runqueue and the
+ * next slot's streak allows a switch without a pick; then switch from the
+ * parked cur straight to it. Context: a thread of w. */
+bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t);
+void wft_worker_park_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *t);
 /* Take the thread sitting in victim's next slot if it has sat there, with
  * victim running the same thread, for NEXT_STEAL_DELAY_NS (worker.c I5).
  * Returns it or NULL; on a first look it notes the candidate (w->nx_*).

@@ -463,6 +463,59 @@ bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct we
 	wft_panic("exited thread resumed");
 }
 
+/*
+ * Direct join (a thread that joins the thread at the head of its own
+ * worker's private runqueue, typically the child it has just spawned):
+ * take the child off the queue, and the caller then switches straight to
+ * it, skipping the pick and the park commit (thread.c "Direct join"). The
+ * same outcome as a pick would have (the child is what the pick returns
+ * next, unless the public ring or the next slot hold something: those
+ * wait one child longer, as behind a function call), minus the pick's
+ * side work, so it counts in the next slot's streak like wft_worker_exit_to
+ * (I4: a full pick at least every NEXT_STREAK_MAX switches). Returns false
+ * and takes nothing when t is not the head or the streak is used up.
+ * Race: only w's own OS thread removes from the private list (I1; thieves
+ * only ask, through split_req, and the owner publishes), so once t is
+ * found at the head no one else can run it; under NO_MAILBOX a remote
+ * waker may append (writing the tail's link), hence the lock.
+ * Context: a thread of w.
+ */
+bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t)
+{
+	struct wft_runq *q = &w->rq;
+	bool ok = false;
+
+	if (!wft_feat(NEXT_SLOT) || w->next_streak >= NEXT_STREAK_MAX)
+		return false;
+	wft_rq_lock(w);
+	if (q->phead == t) {
+		q->phead = t->link;
+		if (!q->phead)
+			q->ptail = NULL;
+		q->pcount--;
+		/* relaxed: a hint for thieves */
+		atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
+		ok = true;
+	}
+	wft_rq_unlock(w);
+	return ok;
+}
+
+/* Second half of a direct join: cur has parked (its state and its waker
+ * are arranged), t was taken by wft_worker_take_head. Switch to t; if t
+ * cannot get a stack now, prepare_slow() queues it again and cur parks
+ * through the scheduler (t's exit wakes it as usual).
+ * Context: cur on w. Returns when cur is woken, maybe on another worker. */
+void wft_worker_park_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *t)
+{
+	if (!prepare(w, t)) {
+		wft_worker_schedule(w, WFT_SCHED_PARK);
+		return;
+	}
+	w->next_streak++;
+	switch_to(w, cur, &cur->ctx, t);
+}
+
 void wft_worker_schedule(struct wft_worker *w, int how)
 {
 	struct weft_thread *cur = w->current;

@@ -534,6 +534,82 @@ START_TEST(stranded_after_displacement)
 }
 END_TEST
 
+/* A thread that spawns and joins children in a loop never blocks for long:
+ * each join switches straight to the child and the child's exit straight
+ * back (thread.c "Direct join", worker.c wft_worker_exit_to), skipping the
+ * pick, which is where a worker drains its mailbox and answers thieves.
+ * The next slot's streak bound (worker.c I4) must still bring a full pick
+ * every few switches: here a thread woken from an OS thread onto the
+ * looping worker's mailbox has to be drained and stolen by the other
+ * worker for the loop to end. */
+static _Atomic int jl_parked, jl_go, jl_done;
+static weft_thread_t jl_b;
+
+static void *jl_nop(void *arg)
+{
+	return arg;
+}
+
+static void *jl_sleeper(void *arg)
+{
+	(void)arg;
+	atomic_store(&jl_parked, 1);
+	while (!atomic_load(&jl_go))
+		weft_park();
+	atomic_store(&jl_done, 1);
+	return NULL;
+}
+
+static void *jl_looper(void *arg)
+{
+	uint64_t deadline = weft_now_ns() + 3000000000ull;
+	long n = 0;
+
+	(void)arg;
+	WT_CHECK(weft_spawn(&jl_b, jl_sleeper, NULL, NULL) == 0);
+	while (!atomic_load(&jl_parked))
+		weft_yield();
+	while (!atomic_load(&jl_done)) {
+		weft_thread_t c;
+		void *r = NULL;
+
+		WT_CHECK(weft_spawn(&c, jl_nop, (void *)(intptr_t)(n + 1), NULL) == 0);
+		WT_CHECK(weft_join(c, &r) == 0);
+		WT_CHECK(r == (void *)(intptr_t)(n + 1));
+		if ((++n & 1023) == 0 && weft_now_ns() > deadline)
+			break;
+	}
+	return (void *)(intptr_t)atomic_load(&jl_done);
+}
+
+START_TEST(join_loop_drains_mailbox)
+{
+	weft_attr_t a;
+	weft_thread_t l;
+	void *done = NULL;
+
+	if (weft_feature("STEAL") != 1)
+		return;
+	wt_init_workers(2);
+	atomic_store(&jl_parked, 0);
+	atomic_store(&jl_go, 0);
+	atomic_store(&jl_done, 0);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&l, jl_looper, NULL, &a), 0);
+	while (!atomic_load(&jl_parked))
+		usleep(1000);
+	usleep(20000);   /* the looper is in its loop */
+	atomic_store(&jl_go, 1);
+	ck_assert_int_eq(weft_unpark(jl_b), 0);
+	ck_assert_int_eq(weft_join(l, &done), 0);
+	wt_assert_no_failure();
+	ck_assert_ptr_eq(done, (void *)1);
+	ck_assert_int_eq(weft_join(jl_b, NULL), 0);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -547,6 +623,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, spin_backs_off_contended);
 	tcase_add_test(tc, stranded_next_slot_stolen);
 	tcase_add_test(tc, stranded_after_displacement);
+	tcase_add_test(tc, join_loop_drains_mailbox);
 	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);
 	return s;
 }

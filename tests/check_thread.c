@@ -502,6 +502,56 @@ START_TEST(fault_injection)
 }
 END_TEST
 
+/* A join that switches straight to its child (thread.c "Direct join")
+ * must survive the child's stack allocation failing at that switch: the
+ * child is queued again and the joiner parks until it ran and exited.
+ * Distinct stack sizes make every child allocate a fresh stack. */
+static void *fj_parent(void *arg)
+{
+	int eagain = 0;
+
+	(void)arg;
+	for (int i = 0; i < 6; i++) {
+		weft_attr_t a;
+		weft_thread_t c;
+		void *r = NULL;
+		int rc;
+
+		weft_attr_init(&a);
+		a.stack_size = (size_t)(64 + 16 * i) << 10;
+		rc = weft_spawn(&c, ret_arg, (void *)(intptr_t)(i + 1), &a);
+		WT_CHECK(rc == 0 || rc == EAGAIN);
+		if (rc) {
+			eagain++;
+			continue;
+		}
+		WT_CHECK(weft_join(c, &r) == 0);
+		WT_CHECK(r == (void *)(intptr_t)(i + 1));
+	}
+	return (void *)(intptr_t)eagain;
+}
+
+START_TEST(fault_direct_join)
+{
+	for (int n = 1; n <= 12; n++) {
+		char v[32];
+		weft_thread_t p;
+		int rc;
+
+		snprintf(v, sizeof(v), "alloc:%d", n);
+		setenv("WEFT_FAULT", v, 1);
+		wt_init_workers(1);
+		rc = weft_spawn(&p, fj_parent, NULL, NULL);
+		ck_assert(rc == 0 || rc == EAGAIN);
+		if (rc == 0)
+			ck_assert_int_eq(weft_join(p, NULL), 0);
+		wt_assert_no_failure();
+		wt_shutdown();
+		unsetenv("WEFT_FAULT");
+	}
+}
+END_TEST
+
 /* A thread parked in weft_join is woken by its child's exit only:
  * unparks aimed at it leave it parked (their token stays for its next
  * ordinary park), and the join returns the child's value after it exited. */
@@ -832,6 +882,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, bad_attr_no_implicit_init);
 	tcase_add_test(tc, fault_injection);
+	tcase_add_test(tc, fault_direct_join);
 	return s;
 }
 
