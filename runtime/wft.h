@@ -388,6 +388,7 @@ struct wft_worker {
 	                                   * WFT_NEXT_PINNED; only the owner sets it, a
 	                                   * thief may take it (worker.c I5) */
 	unsigned next_streak;             /* consecutive next-slot picks (fairness bound) */
+	unsigned nopick;                  /* direct switches since the last pick's side work */
 	int id;
 	struct wft_ctx sched_ctx;         /* the scheduler loop on the OS stack */
 	struct weft_thread *prev;         /* thread switched away from, to be finished by

@@ -188,18 +188,17 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 		maybe_wake_idle(w, true, 0);
 }
 
-/* The runqueue pops below treat w->next specially (I3, I4). Inline: a
- * yield is this, a push and a switch (the 12 ns budget); the rare cases
- * are out-of-line calls behind one test each. */
-static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft_worker *w)
+/* A pick's side work: drain the mailbox, reap io_uring completions, fire
+ * due timers, answer a thief. force (the direct switches' periodic call,
+ * see "Direct switches") does the I/O and timer checks without waiting
+ * for their tick. */
+static inline __attribute__((always_inline)) void side_work(struct wft_worker *w, bool force)
 {
-	struct weft_thread *t;
-
 	if (wft_unlikely(!wft_mailbox_empty(&w->mailbox)))
 		drain_mailbox(w);
 	/* I/O: every IO_CHECK_EVERY-th pick while other threads are runnable
 	 * here, and always when nothing else is (see "I/O check cost"). */
-	if (w->ring && ((++w->io_tick % IO_CHECK_EVERY) == 0 ||
+	if (w->ring && (force || (++w->io_tick % IO_CHECK_EVERY) == 0 ||
 			(!wft_next_peek(w) && wft_runq_size(w) == 0)))
 		wft_uring_poll(w);
 	{
@@ -208,13 +207,50 @@ static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft
 		weft_time_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
 
 		if (wft_unlikely(next != WEFT_TIME_INFINITE) &&
-		    (!w->current || (++w->tick % TIMER_CHECK_EVERY) == 0))
+		    (force || !w->current || (++w->tick % TIMER_CHECK_EVERY) == 0))
 			check_timers(w, next);
 	}
 	/* relaxed: a thief's hint, see answer_split_req() */
 	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)))
 		answer_split_req(w);
+}
 
+/*
+ * Direct switches. Two switches skip the pick: a thread exiting straight
+ * into its joiner (wft_worker_exit_to) and a join switching straight to
+ * the child at the head of its queue (wft_worker_take_head). They are a
+ * return and a call: which thread runs is what the pick would choose, so
+ * they do not count in the next slot's streak (I4). Counting them there
+ * broke fork-join: fib's exits reached the bound every 32 switches, and
+ * I4 then sent the joiner behind the queue, whose head is an unstarted
+ * sibling: the computation went breadth first, 21,000 threads lived at
+ * once and their stacks were mapped and unmapped 35,000 times a run
+ * (fib(30) 60 ms -> 1,100 ms). What skipping the pick must still bound
+ * is its side work: every DIRECT_SIDE_EVERY-th direct switch does it.
+ */
+#define DIRECT_SIDE_EVERY 32
+
+static __attribute__((noinline)) void direct_side_work(struct wft_worker *w)
+{
+	w->nopick = 0;
+	side_work(w, true);
+}
+
+static inline void direct_tick(struct wft_worker *w)
+{
+	if (wft_unlikely(++w->nopick >= DIRECT_SIDE_EVERY))
+		direct_side_work(w);
+}
+
+/* The runqueue pops below treat w->next specially (I3, I4). Inline: a
+ * yield is this, a push and a switch (the 12 ns budget); the rare cases
+ * are out-of-line calls behind one test each. */
+static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft_worker *w)
+{
+	struct weft_thread *t;
+
+	w->nopick = 0;
+	side_work(w, false);
 	/* I5: exchange, a thief may be taking it (relaxed: only the RMW's
 	 * atomicity matters; we set the slot ourselves) */
 	if (wft_next_peek(w) &&
@@ -294,10 +330,24 @@ void wft_worker_finish_switch(struct wft_worker *w)
 	finish_switch(w);
 }
 
+/* The initial context of a thread that has its stack. colouring: start
+ * below the top by the stack's colour (stack.c). */
+static inline __attribute__((always_inline)) void make_start_ctx(struct weft_thread *next)
+{
+	size_t pg = wft_page_size();
+
+	wft_ctx_make(&next->ctx, (char *)next->stack + (next->guard ? pg : 0),
+		     next->stack_size + pg - wft_stack_colour(next), wft_thread_start, next,
+		     next->fpenv);
+	next->started = 1;
+}
+
 /*
- * Give a thread that never ran its stack and initial context. On failure
- * (no memory for a stack) the thread goes back to the runqueue tail and is
- * retried later: weft_spawn already returned success, so it must not be lost.
+ * Give a thread that never ran its stack and initial context: the rare
+ * half (no stack yet, or a sanitizer or Valgrind must hear of the fresh
+ * stack). On failure (no memory for a stack) the thread goes back to the
+ * runqueue tail and is retried later: weft_spawn already returned
+ * success, so it must not be lost.
  */
 static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct weft_thread *next)
 {
@@ -306,19 +356,23 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 		return false;
 	}
 	wft_san_stack_fresh(wft_stack_lo(next), wft_stack_len(next));
-	/* colouring: start below the top by the stack's colour (stack.c) */
-	wft_ctx_make(&next->ctx, wft_stack_lo(next), wft_stack_len(next) - wft_stack_colour(next),
-		     wft_thread_start, next, next->fpenv);
 	if (WFT_TSAN && !next->san_fiber)
 		next->san_fiber = wft_san_fiber_create();
-	next->started = 1;
+	make_start_ctx(next);
 	return true;
 }
 
+/* The common first run reuses the stack its TCB kept (thread.c "Stacks
+ * that stay with their TCB"): only the context is made. */
 static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
 							  struct weft_thread *next)
 {
-	return wft_likely(next->started) || prepare_slow(w, next);
+	if (wft_likely(next->started))
+		return true;
+	if (wft_unlikely(!next->stack || WFT_ASAN || WFT_TSAN || WFT_VG_RUNNING()))
+		return prepare_slow(w, next);
+	make_start_ctx(next);
+	return true;
 }
 
 /* Dispatch next (prepared) from the context from_ctx (a thread's or the
@@ -432,28 +486,28 @@ struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worke
 /*
  * Exit the running thread cur straight into j, a thread this exit made
  * runnable (its joiner): the same outcome as delivering j into this
- * worker's next slot and picking it at once (it counts in the next slot's
- * streak, I4), minus the push and the pick. Only when that is where j
- * would run: j may run here (unpinned or pinned here), the next slot is
- * free and its streak not used up, and j last ran here or this worker has
- * nothing else (the sync wakeup rule of runtime/wake.c). It skips the
- * pick's side work (mailbox drain, I/O poll, timer tick, a thief's
- * request); the streak bound makes the next full pick at most
- * NEXT_STREAK_MAX switches away. Returns false without doing anything
- * otherwise; never returns when it switched.
+ * worker's next slot and picking it at once, minus the push and the pick
+ * (a return, see "Direct switches": not counted in the streak of I4).
+ * Only when that is where j would run: j may run here (unpinned or pinned
+ * here), the next slot is free, and j last ran here or this worker has
+ * nothing else (the sync wakeup rule of runtime/wake.c). Every
+ * DIRECT_SIDE_EVERY-th direct switch does the pick's side work first.
+ * Returns false without doing anything else otherwise; never returns
+ * when it switched.
  * Context: cur, on w. j: state RUNNABLE, claimed by the caller (nobody
  * else may queue it).
  */
 bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct weft_thread *j)
 {
-	if (!wft_feat(NEXT_SLOT) || wft_next_peek(w) || w->next_streak >= NEXT_STREAK_MAX ||
-	    (j->pin >= 0 && j->pin != w->id))
+	if (!wft_feat(NEXT_SLOT))
+		return false;
+	direct_tick(w);   /* may fill the next slot: checked below */
+	if (wft_next_peek(w) || (j->pin >= 0 && j->pin != w->id))
 		return false;
 	/* relaxed: a placement hint (see wft_wake_target) */
 	if (atomic_load_explicit(&j->worker, memory_order_relaxed) != w &&
 	    (!wft_feat(SYNC_WAKE) || wft_worker_has_work(w)))
 		return false;
-	w->next_streak++;
 	wft_stat_inc(w, next_slot);
 	wft_stat_inc(w, wakes_local);
 	/* relaxed: read on this worker only, by finish_switch after the
@@ -470,10 +524,10 @@ bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct we
  * it, skipping the pick and the park commit (thread.c "Direct join"). The
  * same outcome as a pick would have (the child is what the pick returns
  * next, unless the public ring or the next slot hold something: those
- * wait one child longer, as behind a function call), minus the pick's
- * side work, so it counts in the next slot's streak like wft_worker_exit_to
- * (I4: a full pick at least every NEXT_STREAK_MAX switches). Returns false
- * and takes nothing when t is not the head or the streak is used up.
+ * wait one child longer, as behind a function call), minus the pick (a
+ * call, see "Direct switches"; every DIRECT_SIDE_EVERY-th direct switch
+ * does the side work). Returns false and takes nothing when t is not the
+ * head.
  * Race: only w's own OS thread removes from the private list (I1; thieves
  * only ask, through split_req, and the owner publishes), so once t is
  * found at the head no one else can run it; under NO_MAILBOX a remote
@@ -485,8 +539,9 @@ bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t)
 	struct wft_runq *q = &w->rq;
 	bool ok = false;
 
-	if (!wft_feat(NEXT_SLOT) || w->next_streak >= NEXT_STREAK_MAX)
+	if (!wft_feat(NEXT_SLOT))
 		return false;
+	direct_tick(w);
 	wft_rq_lock(w);
 	if (q->phead == t) {
 		q->phead = t->link;
@@ -512,7 +567,6 @@ void wft_worker_park_to(struct wft_worker *w, struct weft_thread *cur, struct we
 		wft_worker_schedule(w, WFT_SCHED_PARK);
 		return;
 	}
-	w->next_streak++;
 	switch_to(w, cur, &cur->ctx, t);
 }
 

@@ -538,8 +538,8 @@ END_TEST
  * each join switches straight to the child and the child's exit straight
  * back (thread.c "Direct join", worker.c wft_worker_exit_to), skipping the
  * pick, which is where a worker drains its mailbox and answers thieves.
- * The next slot's streak bound (worker.c I4) must still bring a full pick
- * every few switches: here a thread woken from an OS thread onto the
+ * The direct switches must still do the pick's side work every few
+ * (worker.c "Direct switches"): here a thread woken from an OS thread onto the
  * looping worker's mailbox has to be drained and stolen by the other
  * worker for the loop to end. */
 static _Atomic int jl_parked, jl_go, jl_done;
@@ -588,9 +588,11 @@ START_TEST(join_loop_drains_mailbox)
 	weft_thread_t l;
 	void *done = NULL;
 
-	if (weft_feature("STEAL") != 1)
-		return;
 	wt_init_workers(2);
+	if (weft_feature("STEAL") != 1) {
+		wt_shutdown();
+		return;   /* nobody could take the woken thread */
+	}
 	atomic_store(&jl_parked, 0);
 	atomic_store(&jl_go, 0);
 	atomic_store(&jl_done, 0);
@@ -610,6 +612,66 @@ START_TEST(join_loop_drains_mailbox)
 }
 END_TEST
 
+/* Fork-join runs depth first: a recursion that spawns a thread for one
+ * branch and joins it keeps about its depth in live threads. The direct
+ * switches once counted in the next slot's streak, and every 32nd exit
+ * then sent the joiner behind an unstarted sibling: fib(30) had 21,000
+ * threads alive at once and mapped a stack for each. */
+static _Atomic long fj_max_live;
+
+static void fj_note_live(void)
+{
+	weft_stats_t st;
+	long live;
+
+	weft_stats_get(&st);
+	live = (long)(st.spawns - st.exits);
+	for (long m = atomic_load(&fj_max_live); live > m;)
+		if (atomic_compare_exchange_weak(&fj_max_live, &m, live))
+			break;
+}
+
+static void *fj_fib(void *arg)
+{
+	long n = (long)(intptr_t)arg, a, b;
+	weft_thread_t t;
+	void *r = NULL;
+
+	if (n < 2) {
+		if ((n & 1) == 0)
+			fj_note_live();
+		return (void *)(intptr_t)n;
+	}
+	WT_CHECK(weft_spawn(&t, fj_fib, (void *)(intptr_t)(n - 1), NULL) == 0);
+	b = (long)(intptr_t)fj_fib((void *)(intptr_t)(n - 2));
+	WT_CHECK(weft_join(t, &r) == 0);
+	a = (long)(intptr_t)r;
+	return (void *)(intptr_t)(a + b);
+}
+
+START_TEST(fork_join_depth_first)
+{
+	weft_thread_t t;
+	void *r = NULL;
+
+	wt_init_workers(1);
+	if (weft_feature("NEXT_SLOT") != 1) {
+		wt_shutdown();
+		return;   /* plain FIFO: a woken joiner waits behind the siblings */
+	}
+	atomic_store(&fj_max_live, 0);
+	ck_assert_int_eq(weft_spawn(&t, fj_fib, (void *)(intptr_t)22, NULL), 0);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	wt_assert_no_failure();
+	ck_assert_int_eq((long)(intptr_t)r, 17711);
+	/* depth 22: the chain of joiners plus their pending children */
+	long live = atomic_load(&fj_max_live);
+
+	ck_assert_int_le(live, 100);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -624,6 +686,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, stranded_next_slot_stolen);
 	tcase_add_test(tc, stranded_after_displacement);
 	tcase_add_test(tc, join_loop_drains_mailbox);
+	tcase_add_test(tc, fork_join_depth_first);
 	tcase_add_loop_test(tc, idle_parks, 0, wt_nconfigs);
 	return s;
 }
