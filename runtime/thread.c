@@ -46,11 +46,20 @@
  * loser's token stays set, so the next park returns at once: spurious
  * returns are allowed by the API).
  *
- * Join protocol (t->jstate):
- *   joiner: t->joiner = &waiter; CAS JOINABLE -> JOINING (release: publishes
- *           the waiter pointer), wait; or find EXITED and reap.
+ * Join protocol (t->jstate, one word: a state or the joiner's address):
+ *   joiner: CAS JOINABLE -> its own address (release): an OS thread's
+ *           waiter (js_os) or, tagged, the weft thread itself (js_weft,
+ *           see "Join from a weft thread" below); wait; or find EXITED and
+ *           reap. Naming the joiner in the CAS that claims the join is
+ *           what makes racing joiners safe: with the joiner in a separate
+ *           field written before the CAS, a losing joiner could overwrite
+ *           the winner's name after the winner's CAS, and the exit then
+ *           woke the loser (twice) and never the winner, or an OS-thread
+ *           loser's dead stack waiter (found by review; test
+ *           thread/racing_joiners). The API makes a second joiner get EINVAL.
  *   exit:   JOINABLE -> EXITED (release: publishes t->ret), or
- *           JOINING -> EXITED then wake the joiner's waiter, or
+ *           OS joiner -> EXITED then wake its waiter, or
+ *           weft joiner -> EXITED_T then deliver it, or
  *           DETACHED: free_on_exit, freed by the switch-out.
  *   detach: JOINABLE -> DETACHED, or EXITED -> FREE and reap.
  *   reap:   CAS EXITED -> FREE (exactly one reaper), wait on_cpu == 0 (I3).
@@ -266,6 +275,21 @@ void wft_tcb_pool_fini_unsafe(void)
 /* ---------------------------------------------------------------------- */
 /* Spawn, exit, join, detach */
 
+/* A registered joiner in t->jstate (>= WFT_J_JOINER): an OS thread's
+ * stack waiter (8-byte aligned, low bit clear) or a weft thread with
+ * the low bit set. */
+#define JS_WEFT ((uintptr_t)1)
+
+static inline uintptr_t js_os(struct wft_waiter *wt)
+{
+	return (uintptr_t)wt;
+}
+
+static inline uintptr_t js_weft(struct weft_thread *j)
+{
+	return (uintptr_t)j | JS_WEFT;
+}
+
 int weft_attr_init(weft_attr_t *attr)
 {
 	static const weft_attr_t def = WEFT_ATTR_INITIALIZER;
@@ -426,7 +450,6 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t->free_on_exit = 0;
 	t->park_commit = NULL;
 	t->link = NULL;
-	t->joiner = NULL;
 	t->seq++;
 	t->wake_reason = WFT_WAKE_NORMAL;
 	t->timer.fn = NULL;
@@ -476,12 +499,13 @@ static void join_wake(struct weft_thread *j, int flags);
 static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *ret)
 {
 	struct wft_worker *w;
-	int js;
+	uintptr_t js;
 
 	if (t->specific)
 		wft_key_run_destructors(t);
 	t->ret = ret;
-	/* acquire: pairs with the release CAS of a joiner (publishes t->joiner) */
+	/* acquire: pairs with the release CAS of a joiner (what it wrote
+	 * before registering: its waiter, its state) */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
 	for (;;) {
 		if (js == WFT_J_JOINABLE) {
@@ -489,12 +513,11 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 			if (atomic_compare_exchange_weak_explicit(&t->jstate, &js, WFT_J_EXITED,
 					memory_order_acq_rel, memory_order_acquire))
 				break;
-		} else if (js == WFT_J_JOINING_T) {
-			/* A weft thread parked in join; only we leave JOINING_T.
-			 * Read it before EXITED_T lets it go (it cannot return
-			 * before we are off this CPU: it waits for that). release:
-			 * publishes t->ret. */
-			struct weft_thread *j = t->jthread;
+		} else if (js >= WFT_J_JOINER && (js & JS_WEFT)) {
+			/* A weft thread parked in join; only we leave this state
+			 * (it cannot return before we are off this CPU: it waits
+			 * for that). release: publishes t->ret. */
+			struct weft_thread *j = (struct weft_thread *)(js & ~JS_WEFT);
 
 			t->keep_stack = 1;   /* the joiner frees us at once */
 			atomic_store_explicit(&t->jstate, WFT_J_EXITED_T, memory_order_release);
@@ -509,11 +532,12 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 			/* sync: we are about to switch away for good */
 			wft_wake_deliver(j, WFT_WAKE_F_SYNC);
 			goto leave;
-		} else if (js == WFT_J_JOINING) {
-			/* Only the exiting thread leaves JOINING. release: publishes
-			 * t->ret (the waiter wake below also releases). */
+		} else if (js >= WFT_J_JOINER) {
+			/* An OS thread waits; only the exiting thread leaves this
+			 * state. release: publishes t->ret (the waiter wake below
+			 * also releases). */
 			atomic_store_explicit(&t->jstate, WFT_J_EXITED, memory_order_release);
-			wft_waiter_wake(t->joiner);
+			wft_waiter_wake((struct wft_waiter *)js);
 			break;
 		} else {
 			/* DETACHED: nobody will join; the exit switch frees it (I2) */
@@ -565,7 +589,7 @@ static int reap_owned(struct weft_thread *t, void **ret)
 
 static int reap(struct weft_thread *t, void **ret)
 {
-	int js = WFT_J_EXITED;
+	uintptr_t js = WFT_J_EXITED;
 
 	/* acq_rel: exactly one reaper (I2); acquire pairs with the exit's
 	 * release, making t->ret visible */
@@ -579,11 +603,12 @@ static int reap(struct weft_thread *t, void **ret)
  * Join from a weft thread: park first, publish after (the "park commit",
  * Go's gopark with an unlock function). The joiner sets its state to
  * PARKED_JOIN and switches away; once its context is saved, its worker runs
- * join_commit(), which CASes jstate JOINABLE -> JOINING_T (release: t->jthread
- * and our state). If that wins, the exiting thread finds JOINING_T, stores
- * EXITED_T and delivers the joiner; if it loses (the child exited in the
- * meantime, or another joiner or a detach came first), the commit delivers
- * the joiner itself. Exactly one of the two wakes it, and no one else can:
+ * join_commit(), which CASes jstate JOINABLE -> js_weft(joiner) (release:
+ * our state). If that wins, the exiting thread finds the joiner there,
+ * stores EXITED_T and delivers it; if it loses (the child exited in the
+ * meantime, or another joiner or a detach came first), the commit marks
+ * the loss (park_arg = NULL: the joiner must not take an EXITED_T that
+ * belongs to another joiner) and delivers the joiner itself. Exactly one of the two wakes it, and no one else can:
  * PARKED_JOIN is not PARKED, so weft_unpark() and every other waker's
  * PARKED -> RUNNABLE CAS fails on it (their token stays set for the
  * joiner's next ordinary park: a spurious return there, which the API
@@ -604,22 +629,25 @@ static void join_wake(struct weft_thread *j, int flags)
 static void join_commit(struct weft_thread *j, void *arg)
 {
 	struct weft_thread *t = arg;
-	int js = WFT_J_JOINABLE;
+	uintptr_t js = WFT_J_JOINABLE;
 
-	/* release: publishes t->jthread and j's PARKED_JOIN to the exit's
-	 * acquire load; the failure order needs nothing (we only wake j) */
-	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_JOINING_T,
-			memory_order_release, memory_order_relaxed))
+	/* release: publishes j's PARKED_JOIN to the exit's acquire load; the
+	 * failure order needs nothing (we only wake j, whose queue push
+	 * publishes the park_arg store) */
+	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, js_weft(j),
+			memory_order_release, memory_order_relaxed)) {
+		j->park_arg = NULL;
 		join_wake(j, 0);
+	}
 }
 
 /*
  * Direct join: t heads this worker's private runqueue (a child just
  * spawned, the spawn+join of fib and spawn_join_seq), so nobody else can
  * run it until we do (worker.c wft_worker_take_head). Then the commit is
- * not needed: we publish JOINING_T before switching, and switch to t
+ * not needed: we register (js_weft) before switching, and switch to t
  * ourselves, without a pick. t cannot exit before the switch (it runs
- * only after it), so its exit finds JOINING_T and wakes us as in the
+ * only after it), so its exit finds us registered and wakes us as in the
  * committed path; if t blocks and runs elsewhere later, the exit's wake is
  * the same. Our context is saved before anyone can resume us: whoever
  * switches to us waits for on_cpu = 0 (worker.c I2), which t's first
@@ -630,16 +658,15 @@ static void join_commit(struct weft_thread *j, void *arg)
 static int join_direct(struct wft_worker *w, struct weft_thread *self, struct weft_thread *t,
 		       void **ret)
 {
-	int js = WFT_J_JOINABLE;
+	uintptr_t js = WFT_J_JOINABLE;
 
-	t->jthread = self;
 	/* relaxed: t runs only after our switch to it, which orders this */
 	atomic_store_explicit(&self->state, WFT_T_PARKED_JOIN, memory_order_relaxed);
-	/* release: publishes t->jthread to an exit on another worker should t
-	 * migrate; against a racing detach/join only the RMW's atomicity
-	 * matters. Failure needs nothing: t never ran since we took it, so it
-	 * has not exited, and we only report EINVAL. */
-	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_JOINING_T,
+	/* release: the exit reads our registration with acquire (also
+	 * ordered by the switch chain); against a racing detach/join only the
+	 * RMW's atomicity matters. Failure needs nothing: t never ran since
+	 * we took it, so it has not exited, and we only report EINVAL. */
+	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, js_weft(self),
 			memory_order_release, memory_order_relaxed)) {
 		atomic_store_explicit(&self->state, WFT_T_RUNNING, memory_order_relaxed);
 		wft_runq_push_front_owner(w, t);
@@ -658,11 +685,10 @@ static int join_direct(struct wft_worker *w, struct weft_thread *self, struct we
 static int join_parked(struct wft_worker *w, struct weft_thread *self, struct weft_thread *t,
 		       void **ret)
 {
-	int js;
+	uintptr_t js;
 
 	if (wft_worker_take_head(w, t))
 		return join_direct(w, self, t, ret);
-	t->jthread = self;
 	self->park_commit = join_commit;
 	self->park_arg = t;
 	/* relaxed: published by the commit's release CAS */
@@ -671,8 +697,10 @@ static int join_parked(struct wft_worker *w, struct weft_thread *self, struct we
 	wft_worker_schedule(w, WFT_SCHED_PARK);
 	/* acquire: pairs with the exit's release store (t->ret) */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
-	if (js != WFT_J_EXITED_T)
+	if (!self->park_arg)   /* the commit lost: not registered */
 		return js == WFT_J_EXITED ? reap(t, ret) : EINVAL;
+	if (wft_unlikely(js != WFT_J_EXITED_T))
+		wft_panic("join woken before the exit");
 	/* ours alone (EXITED_T), no CAS needed: nobody else looks at a
 	 * reserved thread's jstate; the free below stores FREE */
 	return reap_owned(t, ret);
@@ -682,7 +710,7 @@ int weft_join(weft_thread_t t, void **ret)
 {
 	struct wft_waiter wt;
 	struct weft_thread *self;
-	int js;
+	uintptr_t js;
 
 	if (!t)
 		return EINVAL;
@@ -699,9 +727,8 @@ int weft_join(weft_thread_t t, void **ret)
 		return join_parked(wft_worker_self(), self, t, ret);
 	/* From a plain OS thread: the waiter (a futex on our own word). */
 	wft_waiter_init(&wt);
-	t->joiner = &wt;
-	/* release: publishes t->joiner to the exiting thread */
-	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_JOINING,
+	/* release: publishes the initialised waiter to the exiting thread */
+	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, js_os(&wt),
 			memory_order_acq_rel, memory_order_acquire)) {
 		if (js == WFT_J_EXITED)
 			return reap(t, ret);
@@ -714,7 +741,7 @@ int weft_join(weft_thread_t t, void **ret)
 
 int weft_detach(weft_thread_t t)
 {
-	int js;
+	uintptr_t js;
 
 	if (!t)
 		return EINVAL;

@@ -123,15 +123,17 @@ enum wft_wake_reason {
 	WFT_WAKE_TIMEOUT,
 };
 
-/* Join states (t->jstate), see "Join protocol" in runtime/thread.c. */
+/* Join states (t->jstate), see "Join protocol" in runtime/thread.c. A
+ * registered joiner is not a state number but its own address in the
+ * word (WFT_J_JOINER): claiming the join and naming the joiner is one CAS,
+ * so two racing joiners cannot overwrite each other's name. */
 enum {
 	WFT_J_JOINABLE = 0,
 	WFT_J_DETACHED,
-	WFT_J_JOINING,   /* a joiner registered; the exiting thread must wake it */
 	WFT_J_EXITED,    /* finished, result in t->ret, waiting to be joined */
 	WFT_J_FREE,      /* TCB is in the free pool */
-	WFT_J_JOINING_T, /* a weft thread (t->jthread) parked in join; the exit wakes it */
-	WFT_J_EXITED_T,  /* exited while JOINING_T: reserved for that joiner */
+	WFT_J_EXITED_T,  /* exited while a weft joiner waited: reserved for it */
+	WFT_J_JOINER = 4096, /* >= this: a joiner's address (see thread.c) */
 };
 
 struct wft_worker;
@@ -196,9 +198,7 @@ struct weft_thread {
 	int guard;                        /* has a guard page */
 	unsigned stack_vg;                /* Valgrind stack id */
 
-	_Atomic int jstate;               /* join state */
-	struct wft_waiter *joiner;        /* set before the CAS to JOINING (release) */
-	struct weft_thread *jthread;      /* set before the CAS to JOINING_T (release) */
+	_Atomic uintptr_t jstate;         /* join state or joiner (WFT_J_*) */
 	void **specific;                  /* key values, lazily allocated */
 	unsigned nspecific;
 

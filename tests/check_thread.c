@@ -552,6 +552,96 @@ START_TEST(fault_direct_join)
 }
 END_TEST
 
+/* Two joiners race for one thread (the API gives one of them the result
+ * and the other EINVAL): A, on worker 0, spawns and joins each child; B,
+ * a weft thread on worker 1 or a plain OS thread, joins the same handle
+ * at once. Each round exactly one join returns 0 with the child's value,
+ * and neither hangs. With the joiner named in a field written before the
+ * claiming CAS, the loser overwrote the winner's name: the exit woke the
+ * loser a second time and the winner never (hung within ~150 rounds), or
+ * an OS loser's dead stack waiter. */
+#define RJ_ROUNDS 20000
+static _Atomic(weft_thread_t) rj_cur;
+static _Atomic long rj_pub, rj_b_done, rj_a_won, rj_b_won;
+
+static void *rj_a(void *arg)
+{
+	(void)arg;
+	for (long i = 1; i <= RJ_ROUNDS; i++) {
+		weft_thread_t t, d;
+		void *r = NULL;
+		int rc;
+
+		WT_CHECK(weft_spawn(&t, ret_arg, (void *)(intptr_t)i, NULL) == 0);
+		/* every other round a second child heads the queue: the join
+		 * of t then parks and registers after its switch (the wider
+		 * window), else it switches straight to t */
+		if (i & 1)
+			WT_CHECK(weft_spawn(&d, ret_arg, NULL, NULL) == 0);
+		atomic_store(&rj_cur, t);
+		atomic_store(&rj_pub, i);
+		rc = weft_join(t, &r);
+		if (i & 1)
+			WT_CHECK(weft_join(d, NULL) == 0);
+		WT_CHECK(rc == 0 || rc == EINVAL);
+		if (rc == 0) {
+			atomic_fetch_add(&rj_a_won, 1);
+			WT_CHECK(r == (void *)(intptr_t)i);
+		}
+		/* B is done with the handle before the TCB can be reused */
+		while (atomic_load(&rj_b_done) != i)
+			weft_yield();
+	}
+	return NULL;
+}
+
+static void *rj_b(void *arg)
+{
+	(void)arg;
+	for (long i = 1; i <= RJ_ROUNDS; i++) {
+		void *r = NULL;
+		int rc;
+
+		while (atomic_load(&rj_pub) != i)
+			;
+		rc = weft_join(atomic_load(&rj_cur), &r);
+		WT_CHECK(rc == 0 || rc == EINVAL);
+		if (rc == 0) {
+			atomic_fetch_add(&rj_b_won, 1);
+			WT_CHECK(r == (void *)(intptr_t)i);
+		}
+		atomic_store(&rj_b_done, i);
+	}
+	return NULL;
+}
+
+START_TEST(racing_joiners)
+{
+	weft_attr_t a;
+	weft_thread_t ta, tb;
+
+	wt_init_workers(2);
+	atomic_store(&rj_pub, 0);
+	atomic_store(&rj_b_done, 0);
+	atomic_store(&rj_a_won, 0);
+	atomic_store(&rj_b_won, 0);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&ta, rj_a, NULL, &a), 0);
+	if (_i == 0) {
+		a.worker = 1;
+		ck_assert_int_eq(weft_spawn(&tb, rj_b, NULL, &a), 0);
+		ck_assert_int_eq(weft_join(tb, NULL), 0);
+	} else {
+		rj_b(NULL);   /* B is this OS thread */
+	}
+	ck_assert_int_eq(weft_join(ta, NULL), 0);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&rj_a_won) + atomic_load(&rj_b_won), RJ_ROUNDS);
+	wt_shutdown();
+}
+END_TEST
+
 /* A thread parked in weft_join is woken by its child's exit only:
  * unparks aimed at it leave it parked (their token stays for its next
  * ordinary park), and the join returns the child's value after it exited. */
@@ -883,6 +973,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, bad_attr_no_implicit_init);
 	tcase_add_test(tc, fault_injection);
 	tcase_add_test(tc, fault_direct_join);
+	tcase_add_loop_test(tc, racing_joiners, 0, 2);
 	return s;
 }
 
