@@ -523,8 +523,8 @@ bool wft_worker_exit_to(struct wft_worker *w, struct weft_thread *cur, struct we
  * take the child off the queue, and the caller then switches straight to
  * it, skipping the pick and the park commit (thread.c "Direct join"). The
  * same outcome as a pick would have (the child is what the pick returns
- * next, unless the public ring or the next slot hold something: those
- * wait one child longer, as behind a function call), minus the pick (a
+ * next, unless the public ring holds something: that waits one child
+ * longer, as behind a function call), minus the pick (a
  * call, see "Direct switches"; every DIRECT_SIDE_EVERY-th direct switch
  * does the side work). Returns false and takes nothing when t is not the
  * head.
@@ -542,6 +542,11 @@ bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t)
 	if (!wft_feat(NEXT_SLOT))
 		return false;
 	direct_tick(w);
+	/* A thread in the next slot runs first (the pick's order); skipping
+	 * it would also leave t's exit no free slot to return through, and
+	 * the joiner's wake would push it to the tail (I3; found by review) */
+	if (wft_next_peek(w))
+		return false;
 	wft_rq_lock(w);
 	if (q->phead == t) {
 		q->phead = t->link;

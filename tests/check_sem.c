@@ -222,6 +222,13 @@ static void tt_body(int idx, void *arg)
 		/* producer: post exactly total units in bursts */
 		weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
 
+		/* Start once the consumers time out on the empty semaphore: a
+		 * producer that ran first could post everything before any
+		 * consumer waited, and no timeout would race a post (failed
+		 * the timeouts > 0 check below 2 times in 30 runs) */
+		while (atomic_load(&t->timeouts) < 10 && weft_now_ns() < t->give_up)
+			weft_yield();
+
 		for (long left = t->total; left > 0;) {
 			unsigned n = 1 + wt_rand(&rng) % 16;
 
