@@ -58,7 +58,7 @@
  *           loser's dead stack waiter (found by review; test
  *           thread/racing_joiners). The API makes a second joiner get EINVAL.
  *   exit:   JOINABLE -> EXITED (release: publishes t->ret), or
- *           OS joiner -> EXITED then wake its waiter, or
+ *           OS joiner -> EXITED_T then wake its waiter, or
  *           weft joiner -> EXITED_T then deliver it, or
  *           DETACHED: free_on_exit, freed by the switch-out.
  *   detach: JOINABLE -> DETACHED, or EXITED -> FREE and reap.
@@ -165,7 +165,7 @@ static int slab_grow(void)
 	memset(s, 0, sizeof(*s));
 	for (unsigned i = 0; i < TCB_SLAB; i++) {
 		s->tcbs[i].link = i + 1 < TCB_SLAB ? &s->tcbs[i + 1] : NULL;
-		atomic_init(&s->tcbs[i].jstate, WFT_J_FREE);
+		atomic_init(&s->tcbs[i].jstate, WFT_JS(WFT_J_FREE, 0));
 	}
 	pthread_mutex_lock(&slab_lock);
 	s->next = slabs;
@@ -275,10 +275,11 @@ void wft_tcb_pool_fini_unsafe(void)
 /* ---------------------------------------------------------------------- */
 /* Spawn, exit, join, detach */
 
-/* A registered joiner in t->jstate (>= WFT_J_JOINER): an OS thread's
- * stack waiter (8-byte aligned, low bit clear) or a weft thread with
- * the low bit set. */
+/* A registered joiner in t->jstate (WFT_JS_IS_JOINER): an OS thread's
+ * stack waiter (8-byte aligned: low 3 bits clear) or a weft thread's TCB
+ * (cache-line aligned) with the low bit set. */
 #define JS_WEFT ((uintptr_t)1)
+_Static_assert(_Alignof(struct wft_waiter) >= 8, "waiter address needs 3 free bits");
 
 static inline uintptr_t js_os(struct wft_waiter *wt)
 {
@@ -334,7 +335,7 @@ void wft_thread_free(struct weft_thread *t)
 		t->nspecific = 0;
 	}
 	/* release: the TCB's last uses happen before a reuse that finds FREE */
-	atomic_store_explicit(&t->jstate, WFT_J_FREE, memory_order_release);
+	atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_FREE, t->seq), memory_order_release);
 	wft_tcb_release(w, t);
 }
 
@@ -466,7 +467,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	}
 	/* relaxed: the TCB is published to its worker by the queue push
 	 * (release) below */
-	atomic_store_explicit(&t->jstate, detached ? WFT_J_DETACHED : WFT_J_JOINABLE,
+	atomic_store_explicit(&t->jstate, WFT_JS(detached ? WFT_J_DETACHED : WFT_J_JOINABLE, t->seq),
 			      memory_order_relaxed);
 	/* relaxed: likewise published by the push */
 	atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
@@ -508,19 +509,21 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 	 * before registering: its waiter, its state) */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
 	for (;;) {
-		if (js == WFT_J_JOINABLE) {
+		if (WFT_JS_CODE(js) == WFT_J_JOINABLE) {
 			/* release: publishes t->ret to the joiner that finds EXITED */
-			if (atomic_compare_exchange_weak_explicit(&t->jstate, &js, WFT_J_EXITED,
+			if (atomic_compare_exchange_weak_explicit(&t->jstate, &js,
+					WFT_JS(WFT_J_EXITED, t->seq),
 					memory_order_acq_rel, memory_order_acquire))
 				break;
-		} else if (js >= WFT_J_JOINER && (js & JS_WEFT)) {
+		} else if (WFT_JS_IS_JOINER(js) && (js & JS_WEFT)) {
 			/* A weft thread parked in join; only we leave this state
 			 * (it cannot return before we are off this CPU: it waits
 			 * for that). release: publishes t->ret. */
 			struct weft_thread *j = (struct weft_thread *)(js & ~JS_WEFT);
 
 			t->keep_stack = 1;   /* the joiner frees us at once */
-			atomic_store_explicit(&t->jstate, WFT_J_EXITED_T, memory_order_release);
+			atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_EXITED_T, t->seq),
+					      memory_order_release);
 			w = wft_worker_self();
 			j->wake_reason = WFT_WAKE_NORMAL;
 			/* relaxed: we are its only waker; the switch or the
@@ -532,11 +535,16 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 			/* sync: we are about to switch away for good */
 			wft_wake_deliver(j, WFT_WAKE_F_SYNC);
 			goto leave;
-		} else if (js >= WFT_J_JOINER) {
+		} else if (WFT_JS_IS_JOINER(js)) {
 			/* An OS thread waits; only the exiting thread leaves this
-			 * state. release: publishes t->ret (the waiter wake below
-			 * also releases). */
-			atomic_store_explicit(&t->jstate, WFT_J_EXITED, memory_order_release);
+			 * state, and to EXITED_T, reserved for that joiner: with
+			 * EXITED, a detach or a second join could reap t between
+			 * this store and the joiner's wakeup, and the joiner then
+			 * failed, or reaped another thread that reused the TCB
+			 * (found by review). release: publishes t->ret (the waiter
+			 * wake below also releases). */
+			atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_EXITED_T, t->seq),
+					      memory_order_release);
 			wft_waiter_wake((struct wft_waiter *)js);
 			break;
 		} else {
@@ -587,13 +595,15 @@ static int reap_owned(struct weft_thread *t, void **ret)
 	return 0;
 }
 
-static int reap(struct weft_thread *t, void **ret)
+/* exited: the EXITED word (with its generation) the caller saw. */
+static int reap(struct weft_thread *t, uintptr_t exited, void **ret)
 {
-	uintptr_t js = WFT_J_EXITED;
+	uintptr_t js = exited;
 
 	/* acq_rel: exactly one reaper (I2); acquire pairs with the exit's
 	 * release, making t->ret visible */
-	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, WFT_J_FREE,
+	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js,
+			WFT_JS(WFT_J_FREE, WFT_JS_GEN(exited)),
 			memory_order_acq_rel, memory_order_acquire))
 		return EINVAL;
 	return reap_owned(t, ret);
@@ -605,10 +615,12 @@ static int reap(struct weft_thread *t, void **ret)
  * PARKED_JOIN and switches away; once its context is saved, its worker runs
  * join_commit(), which CASes jstate JOINABLE -> js_weft(joiner) (release:
  * our state). If that wins, the exiting thread finds the joiner there,
- * stores EXITED_T and delivers it; if it loses (the child exited in the
- * meantime, or another joiner or a detach came first), the commit marks
- * the loss (park_arg = NULL: the joiner must not take an EXITED_T that
- * belongs to another joiner) and delivers the joiner itself. Exactly one of the two wakes it, and no one else can:
+ * stores EXITED_T and delivers it; if the child exited in the meantime,
+ * the commit reserves it (EXITED -> EXITED_T) and delivers the joiner; if
+ * another joiner or a detach came first, the commit marks the loss
+ * (park_arg = NULL) and delivers the joiner, which then returns EINVAL
+ * without looking at t again. Exactly one of the two wakes it, and no one
+ * else can:
  * PARKED_JOIN is not PARKED, so weft_unpark() and every other waker's
  * PARKED -> RUNNABLE CAS fails on it (their token stays set for the
  * joiner's next ordinary park: a spurious return there, which the API
@@ -626,18 +638,37 @@ static void join_wake(struct weft_thread *j, int flags)
 	wft_wake_deliver(j, flags);
 }
 
+/* The commit decides the join once and for all, so that the joiner never
+ * looks at t's jstate again unless t is reserved for it: JOINABLE -> the
+ * joiner (the exit wakes it), or EXITED -> EXITED_T (it exited meanwhile:
+ * reserved for the joiner, woken here), or anything else: lost (park_arg
+ * = NULL, woken here, EINVAL). A joiner that re-read jstate after a lost
+ * commit could find a later thread's EXITED in a reused TCB and reap it
+ * (found by review). */
 static void join_commit(struct weft_thread *j, void *arg)
 {
 	struct weft_thread *t = arg;
-	uintptr_t js = WFT_J_JOINABLE;
+	uintptr_t want = j->join_want, js = want;
+	uintptr_t exited = WFT_JS(WFT_J_EXITED, WFT_JS_GEN(want));
 
-	/* release: publishes j's PARKED_JOIN to the exit's acquire load; the
-	 * failure order needs nothing (we only wake j, whose queue push
-	 * publishes the park_arg store) */
-	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, js_weft(j),
-			memory_order_release, memory_order_relaxed)) {
-		j->park_arg = NULL;
-		join_wake(j, 0);
+	for (;;) {
+		uintptr_t to = js == exited ? WFT_JS(WFT_J_EXITED_T, WFT_JS_GEN(want)) : js_weft(j);
+
+		/* acq_rel: release publishes j's PARKED_JOIN to the exit's
+		 * acquire load; acquire (from EXITED) pairs with the exit's
+		 * release, for t->ret. Failure: acquire, the value decides */
+		if (atomic_compare_exchange_strong_explicit(&t->jstate, &js, to,
+				memory_order_acq_rel, memory_order_acquire)) {
+			if (!WFT_JS_IS_JOINER(to))
+				join_wake(j, 0);
+			return;
+		}
+		/* anything else, a reused TCB (another generation) included */
+		if (js != want && js != exited) {
+			j->park_arg = NULL;   /* published by the wake's push */
+			join_wake(j, 0);
+			return;
+		}
 	}
 }
 
@@ -656,9 +687,9 @@ static void join_commit(struct weft_thread *j, void *arg)
  * Saves the pick, the commit and its call: ~15% of spawn+join.
  */
 static int join_direct(struct wft_worker *w, struct weft_thread *self, struct weft_thread *t,
-		       void **ret)
+		       uintptr_t want, void **ret)
 {
-	uintptr_t js = WFT_J_JOINABLE;
+	uintptr_t js = want;
 
 	/* relaxed: t runs only after our switch to it, which orders this */
 	atomic_store_explicit(&self->state, WFT_T_PARKED_JOIN, memory_order_relaxed);
@@ -677,29 +708,32 @@ static int join_direct(struct wft_worker *w, struct weft_thread *self, struct we
 	/* acquire: pairs with the exit's release store of EXITED_T (t->ret);
 	 * ours alone, as in join_parked */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
-	if (wft_unlikely(js != WFT_J_EXITED_T))
+	if (wft_unlikely(js != WFT_JS(WFT_J_EXITED_T, WFT_JS_GEN(want))))
 		wft_panic("direct join woken before the exit");
 	return reap_owned(t, ret);
 }
 
+/* want: the JOINABLE word (with t's generation) the caller saw. */
 static int join_parked(struct wft_worker *w, struct weft_thread *self, struct weft_thread *t,
-		       void **ret)
+		       uintptr_t want, void **ret)
 {
 	uintptr_t js;
 
 	if (wft_worker_take_head(w, t))
-		return join_direct(w, self, t, ret);
+		return join_direct(w, self, t, want, ret);
 	self->park_commit = join_commit;
 	self->park_arg = t;
+	self->join_want = want;
 	/* relaxed: published by the commit's release CAS */
 	atomic_store_explicit(&self->state, WFT_T_PARKED_JOIN, memory_order_relaxed);
 	wft_stat_inc(w, thread_parks);
 	wft_worker_schedule(w, WFT_SCHED_PARK);
-	/* acquire: pairs with the exit's release store (t->ret) */
+	if (!self->park_arg)   /* the commit lost: t is not ours to look at */
+		return EINVAL;
+	/* acquire: pairs with the exit's release store of EXITED_T, or the
+	 * commit's acq_rel CAS to it (t->ret) */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
-	if (!self->park_arg)   /* the commit lost: not registered */
-		return js == WFT_J_EXITED ? reap(t, ret) : EINVAL;
-	if (wft_unlikely(js != WFT_J_EXITED_T))
+	if (wft_unlikely(js != WFT_JS(WFT_J_EXITED_T, WFT_JS_GEN(want))))
 		wft_panic("join woken before the exit");
 	/* ours alone (EXITED_T), no CAS needed: nobody else looks at a
 	 * reserved thread's jstate; the free below stores FREE */
@@ -717,26 +751,32 @@ int weft_join(weft_thread_t t, void **ret)
 	self = wft_thread_self();
 	if (t == self)
 		return EDEADLK;
-	/* acquire: pairs with the exit's release */
+	/* acquire: pairs with the exit's release. From here on every CAS
+	 * expects the generation seen here: a TCB freed and reused meanwhile
+	 * (the handle joined or detached by someone else) makes it fail. */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
-	if (js == WFT_J_EXITED)
-		return reap(t, ret);
-	if (js != WFT_J_JOINABLE)
-		return EINVAL;
+	if (WFT_JS_CODE(js) == WFT_J_EXITED)
+		return reap(t, js, ret);
+	if (WFT_JS_CODE(js) != WFT_J_JOINABLE)
+		return EINVAL;   /* a joiner's address, detached, reserved or free */
 	if (self)
-		return join_parked(wft_worker_self(), self, t, ret);
+		return join_parked(wft_worker_self(), self, t, js, ret);
 	/* From a plain OS thread: the waiter (a futex on our own word). */
 	wft_waiter_init(&wt);
 	/* release: publishes the initialised waiter to the exiting thread */
-	if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, js_os(&wt),
-			memory_order_acq_rel, memory_order_acquire)) {
-		if (js == WFT_J_EXITED)
-			return reap(t, ret);
-		return EINVAL;
+	{
+		uintptr_t want = js;
+
+		if (!atomic_compare_exchange_strong_explicit(&t->jstate, &js, js_os(&wt),
+				memory_order_acq_rel, memory_order_acquire)) {
+			if (js == WFT_JS(WFT_J_EXITED, WFT_JS_GEN(want)))
+				return reap(t, js, ret);
+			return EINVAL;
+		}
 	}
 	wft_waiter_wait(&wt, WEFT_TIME_INFINITE);
-	/* The exit stored EXITED before waking us; we are the only reaper. */
-	return reap(t, ret);
+	/* The exit stored EXITED_T, ours alone, before waking us */
+	return reap_owned(t, ret);
 }
 
 int weft_detach(weft_thread_t t)
@@ -748,14 +788,20 @@ int weft_detach(weft_thread_t t)
 	/* acquire: pairs with the exit's release */
 	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
 	for (;;) {
-		if (js == WFT_J_EXITED)
-			return reap(t, NULL);
-		if (js != WFT_J_JOINABLE)
+		uintptr_t gen = WFT_JS_GEN(js);
+
+		if (WFT_JS_CODE(js) == WFT_J_EXITED)
+			return reap(t, js, NULL);
+		if (WFT_JS_CODE(js) != WFT_J_JOINABLE)
 			return EINVAL;
-		/* acq_rel: races the exit's CAS; one of them wins */
-		if (atomic_compare_exchange_weak_explicit(&t->jstate, &js, WFT_J_DETACHED,
+		/* acq_rel: races the exit's CAS; one of them wins. A failure
+		 * that finds another generation is a reused TCB: EINVAL */
+		if (atomic_compare_exchange_weak_explicit(&t->jstate, &js,
+				WFT_JS(WFT_J_DETACHED, gen),
 				memory_order_acq_rel, memory_order_acquire))
 			return 0;
+		if (WFT_JS_GEN(js) != gen && !WFT_JS_IS_JOINER(js))
+			return EINVAL;
 	}
 }
 

@@ -123,18 +123,23 @@ enum wft_wake_reason {
 	WFT_WAKE_TIMEOUT,
 };
 
-/* Join states (t->jstate), see "Join protocol" in runtime/thread.c. A
- * registered joiner is not a state number but its own address in the
- * word (WFT_J_JOINER): claiming the join and naming the joiner is one CAS,
- * so two racing joiners cannot overwrite each other's name. */
+/* Join states (t->jstate), see "Join protocol" in runtime/thread.c. The
+ * word holds either a registered joiner's address (low 3 bits 0: an OS
+ * thread's waiter; 1: a weft thread's TCB) or one of these codes in its
+ * low 3 bits with the TCB's generation (t->seq) above them
+ * (WFT_JS(code, gen)): claiming the join and naming the joiner is one CAS,
+ * and a CAS that expects a generation fails on a reused TCB. */
 enum {
-	WFT_J_JOINABLE = 0,
+	WFT_J_JOINABLE = 2,
 	WFT_J_DETACHED,
 	WFT_J_EXITED,    /* finished, result in t->ret, waiting to be joined */
 	WFT_J_FREE,      /* TCB is in the free pool */
-	WFT_J_EXITED_T,  /* exited while a weft joiner waited: reserved for it */
-	WFT_J_JOINER = 4096, /* >= this: a joiner's address (see thread.c) */
+	WFT_J_EXITED_T,  /* exited with a registered joiner: reserved for it */
 };
+#define WFT_JS(code, gen) (((uintptr_t)(gen) << 3) | (uintptr_t)(code))
+#define WFT_JS_CODE(js) ((unsigned)((js) & 7))
+#define WFT_JS_GEN(js) ((uintptr_t)(js) >> 3)
+#define WFT_JS_IS_JOINER(js) (((js) & 6) == 0)
 
 struct wft_worker;
 struct wft_waiter;
@@ -199,6 +204,8 @@ struct weft_thread {
 	unsigned stack_vg;                /* Valgrind stack id */
 
 	_Atomic uintptr_t jstate;         /* join state or joiner (WFT_J_*) */
+	uintptr_t join_want;              /* a parked weft joiner: the JOINABLE word
+	                                   * it saw (its commit expects it) */
 	void **specific;                  /* key values, lazily allocated */
 	unsigned nspecific;
 

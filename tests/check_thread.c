@@ -642,6 +642,87 @@ START_TEST(racing_joiners)
 }
 END_TEST
 
+/* A plain OS thread registered in weft_join keeps its claim while the
+ * thread exits: a detach or a second join that comes after the
+ * registration gets EINVAL, also in the window between the exit and the
+ * joiner's wakeup. (The exit stored EXITED there: the other party reaped
+ * the thread, the registered joiner failed, or, once the TCB was reused,
+ * reaped the next thread and returned its value.) The other party tries
+ * from 1 ms after the handle is published, long after the joiner
+ * registered, until the join has returned; rounds alternate detach and
+ * join. */
+#define OJ_ROUNDS 200
+static _Atomic(weft_thread_t) oj_cur;
+static _Atomic long oj_pub, oj_go, oj_main_done, oj_ack, oj_stolen;
+
+static void *oj_child(void *arg)
+{
+	while (!atomic_load(&oj_go))
+		weft_yield();
+	return arg;
+}
+
+static void *oj_other(void *arg)
+{
+	(void)arg;
+	for (long i = 1; i <= OJ_ROUNDS; i++) {
+		weft_thread_t c;
+
+		while (atomic_load(&oj_pub) != i)
+			weft_yield();
+		c = atomic_load(&oj_cur);
+		weft_sleep_ns(1000000);
+		atomic_store(&oj_go, 1);
+		while (!atomic_load(&oj_main_done)) {
+			void *r = NULL;
+			int rc = (i & 1) ? weft_detach(c) : weft_join(c, &r);
+
+			WT_CHECK(rc == 0 || rc == EINVAL);
+			if (rc == 0) {
+				atomic_fetch_add(&oj_stolen, 1);
+				break;
+			}
+		}
+		atomic_store(&oj_ack, i);
+	}
+	return NULL;
+}
+
+START_TEST(os_joiner_keeps_claim)
+{
+	weft_attr_t a;
+	weft_thread_t o;
+
+	wt_init_workers(2);
+	atomic_store(&oj_pub, 0);
+	atomic_store(&oj_ack, 0);
+	atomic_store(&oj_stolen, 0);
+	weft_attr_init(&a);
+	a.worker = 1;
+	ck_assert_int_eq(weft_spawn(&o, oj_other, NULL, &a), 0);
+	a.worker = 0;
+	for (long i = 1; i <= OJ_ROUNDS; i++) {
+		weft_thread_t c;
+		void *r = NULL;
+
+		atomic_store(&oj_go, 0);
+		atomic_store(&oj_main_done, 0);
+		ck_assert_int_eq(weft_spawn(&c, oj_child, (void *)(intptr_t)i, &a), 0);
+		atomic_store(&oj_cur, c);
+		atomic_store(&oj_pub, i);
+		ck_assert_int_eq(weft_join(c, &r), 0);
+		ck_assert_ptr_eq(r, (void *)(intptr_t)i);
+		atomic_store(&oj_main_done, 1);
+		while (atomic_load(&oj_ack) != i)
+			usleep(10);
+	}
+	ck_assert_int_eq(weft_join(o, NULL), 0);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&oj_stolen), 0);
+	wt_shutdown();
+}
+END_TEST
+
 /* A thread parked in weft_join is woken by its child's exit only:
  * unparks aimed at it leave it parked (their token stays for its next
  * ordinary park), and the join returns the child's value after it exited. */
@@ -974,6 +1055,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, fault_injection);
 	tcase_add_test(tc, fault_direct_join);
 	tcase_add_loop_test(tc, racing_joiners, 0, 2);
+	tcase_add_test(tc, os_joiner_keeps_claim);
 	return s;
 }
 
