@@ -618,7 +618,10 @@ void wft_worker_schedule(struct wft_worker *w, int how)
  * holds a stack: fib(30) then needs hundreds of thousands of stacks at once
  * and runs out of VMAs (vm.max_map_count). Newest-first keeps the started
  * set to about the recursion depth. Threads that were queued before keep
- * their order among themselves.
+ * their order among themselves. The price (work-first, as in Cilk): a
+ * thread that keeps spawning and joining runs ahead of them, on one
+ * worker until it stops, as a thread that computes without blocking
+ * would; other workers steal them.
  */
 void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 {
