@@ -46,8 +46,13 @@
  * loser's token stays set, so the next park returns at once: spurious
  * returns are allowed by the API).
  *
- * Join protocol (t->jstate, one word: a state or the joiner's address):
- *   joiner: CAS JOINABLE -> its own address (release): an OS thread's
+ * Join protocol (t->jstate, one word: the joiner's address, or a state code
+ * with the TCB's generation t->seq, WFT_JS(code, gen) in wft.h):
+ *   joiner: takes the generation from its first load; every later CAS
+ *           expects it, so none can act on the TCB once it is freed and
+ *           reused (a handle already reused at the first load is a
+ *           dangling handle: undefined, as in pthreads).
+ *           CAS JOINABLE -> its own address (release): an OS thread's
  *           waiter (js_os) or, tagged, the weft thread itself (js_weft,
  *           see "Join from a weft thread" below); wait; or find EXITED and
  *           reap. Naming the joiner in the CAS that claims the join is
@@ -57,10 +62,14 @@
  *           woke the loser (twice) and never the winner, or an OS-thread
  *           loser's dead stack waiter (found by review; test
  *           thread/racing_joiners). The API makes a second joiner get EINVAL.
+ *           A weft joiner's park commit may instead find EXITED and
+ *           reserve it (EXITED -> EXITED_T), or lose (see join_commit).
  *   exit:   JOINABLE -> EXITED (release: publishes t->ret), or
  *           OS joiner -> EXITED_T then wake its waiter, or
  *           weft joiner -> EXITED_T then deliver it, or
  *           DETACHED: free_on_exit, freed by the switch-out.
+ *           EXITED_T is reserved for the registered joiner: it reaps
+ *           without a CAS, and detach or other joiners get EINVAL.
  *   detach: JOINABLE -> DETACHED, or EXITED -> FREE and reap.
  *   reap:   CAS EXITED -> FREE (exactly one reaper), wait on_cpu == 0 (I3).
  *
@@ -279,7 +288,6 @@ void wft_tcb_pool_fini_unsafe(void)
  * stack waiter (8-byte aligned: low 3 bits clear) or a weft thread's TCB
  * (cache-line aligned) with the low bit set. */
 #define JS_WEFT ((uintptr_t)1)
-_Static_assert(_Alignof(struct wft_waiter) >= 8, "waiter address needs 3 free bits");
 
 static inline uintptr_t js_os(struct wft_waiter *wt)
 {
@@ -583,9 +591,9 @@ int weft_exit(void *ret)
 	thread_exit(t, ret);
 }
 
-/* Claim an EXITED thread for freeing. Returns 0 or EINVAL. */
-/* The reaper's part once it owns t (jstate FREE): wait until t is off its
- * CPU (I3), take its result, free it. */
+/* The reaper's part once it owns t (it won the reap CAS to FREE, or holds
+ * t's EXITED_T): wait until t is off its CPU (I3), take its result, free
+ * it. */
 static int reap_owned(struct weft_thread *t, void **ret)
 {
 	wait_off_cpu(t);
@@ -595,7 +603,8 @@ static int reap_owned(struct weft_thread *t, void **ret)
 	return 0;
 }
 
-/* exited: the EXITED word (with its generation) the caller saw. */
+/* Claim an EXITED thread for freeing. exited: the EXITED word (with its
+ * generation) the caller saw. Returns 0 or EINVAL. */
 static int reap(struct weft_thread *t, uintptr_t exited, void **ret)
 {
 	uintptr_t js = exited;
@@ -742,7 +751,9 @@ static int join_parked(struct wft_worker *w, struct weft_thread *self, struct we
 
 int weft_join(weft_thread_t t, void **ret)
 {
-	struct wft_waiter wt;
+	/* aligned: its address goes into jstate with 3 low bits free (js_os),
+	 * also on 32-bit targets, where the struct is only 4-aligned */
+	_Alignas(8) struct wft_waiter wt;
 	struct weft_thread *self;
 	uintptr_t js;
 

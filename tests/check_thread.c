@@ -648,10 +648,11 @@ END_TEST
  * joiner's wakeup. (The exit stored EXITED there: the other party reaped
  * the thread, the registered joiner failed, or, once the TCB was reused,
  * reaped the next thread and returned its value.) The other party tries
- * from 1 ms after the handle is published, long after the joiner
+ * from 5 ms after the handle is published, long after the joiner
  * registered, until the join has returned; rounds alternate detach and
- * join. */
-#define OJ_ROUNDS 200
+ * join. (A joiner descheduled for 5 ms before registering would lose
+ * legitimately and fail the test: the margin is generous on purpose.) */
+#define OJ_ROUNDS 150
 static _Atomic(weft_thread_t) oj_cur;
 static _Atomic long oj_pub, oj_go, oj_main_done, oj_ack, oj_stolen;
 
@@ -671,7 +672,7 @@ static void *oj_other(void *arg)
 		while (atomic_load(&oj_pub) != i)
 			weft_yield();
 		c = atomic_load(&oj_cur);
-		weft_sleep_ns(1000000);
+		weft_sleep_ns(5000000);
 		atomic_store(&oj_go, 1);
 		while (!atomic_load(&oj_main_done)) {
 			void *r = NULL;
