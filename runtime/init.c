@@ -253,6 +253,7 @@ int weft_shutdown(void)
 	wft_worker_stop_all();
 	wft_worker_free_all_unsafe();
 	wft_tcb_pool_fini_unsafe();
+	wft_stack_pool_trim();
 	atomic_store_explicit(&wft_rt.state, 0, memory_order_release);
 	pthread_mutex_unlock(&wft_rt.init_lock);
 	return 0;

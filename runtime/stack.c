@@ -35,18 +35,35 @@
  *      thread gets a cached stack only if both match what it asked for.
  *   I2 The cache of worker w is touched only by w (owner only), so no lock.
  *   I3 The cache holds at most STACK_CACHE_MAX entries; the idle loop trims
- *      it to STACK_CACHE_KEEP when the worker parks (memory goes back to
- *      the kernel when the program stops spawning).
+ *      it to STACK_CACHE_KEEP once the worker has been idle a while or the
+ *      whole runtime sleeps (idle.c "Cache trim": memory goes back to the
+ *      kernel when the program stops spawning).
+ *   I4 The overflow pool (below) is touched only under pool_lock.
  *
- * Rejected: a global lock-free stack cache (stacks are allocated and freed
- * on the same worker in the common spawn/exit churn, so per-worker caches
- * hit without sharing a cache line); MAP_GROWSDOWN (unreliable, and it
- * cannot coexist with a guard page the runtime controls).
+ * Overflow pool. Stacks are usually allocated and freed on the same worker
+ * (spawn/exit churn), and the per-worker caches hit without sharing a cache
+ * line. But fork-join across workers is a producer/consumer pair: a thief
+ * runs a stolen subtree whose threads are joined, and their TCBs and stacks
+ * freed, on the worker that spawned them, or the reverse, so one worker's
+ * cache overflowed (munmap) while the other's ran dry (mmap): fib(30) on 2
+ * workers mapped 500-770 stacks a run, 30 on one worker (WEFT_STATS
+ * "thread stacks mapped"). A full cache now hands the stack to a global
+ * pool of STACK_POOL_MAX entries under a mutex, and a cache miss looks
+ * there before mapping: both are the rare paths (a full or an empty
+ * cache), so the lock is not on the spawn/exit fast path. The pool is
+ * emptied when every worker sleeps and at shutdown.
+ *
+ * Rejected: a global lock-free stack cache for every allocation (the
+ * common case hits the per-worker cache without sharing a cache line);
+ * MAP_GROWSDOWN (unreliable, and it cannot coexist with a guard page the
+ * runtime controls).
  */
 #include "runtime/wft.h"
 #include "runtime/sanitizer.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -56,6 +73,8 @@
 #define STACK_CACHE_MAX 64
 /* What a parked worker keeps. */
 #define STACK_CACHE_KEEP 8
+/* Overflow pool: 4 caches' worth; beyond it stacks are unmapped. */
+#define STACK_POOL_MAX 256
 
 struct stack_entry {
 	void *base;
@@ -63,6 +82,50 @@ struct stack_entry {
 	int guard;
 	unsigned vg;
 };
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stack_entry pool[STACK_POOL_MAX];
+static unsigned npool;                 /* under pool_lock */
+/* npool as a hint for a lock-free "empty" test on the miss path (relaxed:
+ * a stale value costs one lock round or one mmap, never correctness) */
+static _Atomic unsigned npool_hint;
+
+/* Give e to the pool. false if full. */
+static bool pool_put(const struct stack_entry *e)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&pool_lock);
+	if (npool < STACK_POOL_MAX) {
+		pool[npool++] = *e;
+		ok = true;
+		atomic_store_explicit(&npool_hint, npool, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return ok;
+}
+
+/* Take a pooled stack of t's size and guard into t. false if none. */
+static bool pool_get(struct weft_thread *t)
+{
+	bool ok = false;
+
+	if (!atomic_load_explicit(&npool_hint, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&pool_lock);
+	for (unsigned i = npool; i-- > 0;) {
+		if (pool[i].size == t->stack_size && pool[i].guard == t->guard) {
+			t->stack = pool[i].base;
+			t->stack_vg = pool[i].vg;
+			pool[i] = pool[--npool];
+			ok = true;
+			atomic_store_explicit(&npool_hint, npool, memory_order_relaxed);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return ok;
+}
 
 /* Set on first use by any thread (see wft_page_size in wft.h). */
 _Atomic size_t wft_page_size_v;
@@ -102,6 +165,8 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 			return 0;
 		}
 	}
+	if (pool_get(t))
+		return 0;
 	if (wft_fault_alloc())
 		return ENOMEM;
 	len = map_size(t->stack_size, t->guard);
@@ -114,6 +179,7 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 		return ENOMEM;
 	}
 	t->stack = p;
+	wft_stat_inc(w, stack_maps);
 	/* Valgrind: register the usable part; the id travels with the stack */
 	t->stack_vg = WFT_VG_STACK_REGISTER(wft_stack_lo(t), (char *)p + len);
 	return 0;
@@ -130,7 +196,30 @@ void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
 		((struct stack_entry *)w->stack_cache)[w->nstacks++] = e;
 		return;
 	}
-	stack_unmap(&e);
+	if (!pool_put(&e))
+		stack_unmap(&e);
+}
+
+void wft_stack_pool_trim(void)
+{
+	struct stack_entry *out;
+	unsigned n;
+
+	if (!atomic_load_explicit(&npool_hint, memory_order_relaxed))
+		return;
+	out = malloc(sizeof(pool));
+	pthread_mutex_lock(&pool_lock);
+	n = npool;
+	if (out)
+		memcpy(out, pool, n * sizeof(*out));
+	else
+		n = 0;   /* no memory to unmap outside the lock: keep them */
+	npool -= n;
+	atomic_store_explicit(&npool_hint, npool, memory_order_relaxed);
+	pthread_mutex_unlock(&pool_lock);
+	for (unsigned i = 0; i < n; i++)
+		stack_unmap(&out[i]);
+	free(out);
 }
 
 void wft_stack_trim(struct wft_worker *w, unsigned keep)

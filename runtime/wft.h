@@ -258,6 +258,9 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
 /* Unmap cached stacks down to keep. Owner worker or teardown. */
 void wft_stack_trim(struct wft_worker *w, unsigned keep);
+/* Unmap every stack in the global overflow pool (stack.c). Context: any
+ * OS thread; takes the pool's mutex. */
+void wft_stack_pool_trim(void);
 /* The page size: set on first use by any thread (spawns from OS threads
  * race there; every racer stores the same value). */
 extern _Atomic size_t wft_page_size_v;
@@ -412,6 +415,9 @@ struct wft_worker {
 	uint64_t nx_switches;
 	weft_time_t nx_seen;
 	bool tick_parked;                 /* the last park's deadline was the idle tick */
+	uint64_t idle_switches;           /* stats.switches when the idle period began */
+	weft_time_t idle_since;           /* start of the current idle period (cache trim) */
+	bool idle_trimmed;                /* the current idle period's trim was done */
 	_Atomic bool deep;                /* parked without the idle tick (counted in
 	                                   * rt.ndeep); read by wake_one's choice */
 	/* Spin gate (idle.c "Contended CPUs"): owner only */

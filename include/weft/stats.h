@@ -39,7 +39,8 @@ typedef struct weft_stats {
 	uint64_t offloads;        /* blocking calls run on the offload pool */
 	uint64_t spin_backoffs;   /* idle spinning paused because the worker's CPU was contended */
 	uint64_t next_steals;     /* threads taken from a busy worker's next slot (in steals too) */
-	uint64_t reserved[14];
+	uint64_t stack_maps;      /* thread stacks mapped (cache misses: mmap calls) */
+	uint64_t reserved[13];
 } weft_stats_t;
 
 /* Sum every worker's counters into *s. Returns 0, or EINVAL if s is NULL.
