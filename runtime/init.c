@@ -60,6 +60,24 @@ bool wft_fault_alloc(void)
 	return atomic_fetch_add_explicit(&fault_count, 1, memory_order_relaxed) + 1 == at;
 }
 
+/* WEFT_FAULT=sqfull:N: the next N requests for an io_uring SQE behave as
+ * if the SQ were full and the kernel refused the flush (uring.c
+ * wft_uring_get_sqe), to reach the yield path a test cannot otherwise
+ * force. 0 = off. */
+static _Atomic long fault_sqfull;
+
+bool wft_fault_sqfull(void)
+{
+	/* relaxed: a test knob and a counter, nothing published with it */
+	long n = atomic_load_explicit(&fault_sqfull, memory_order_relaxed);
+
+	while (wft_unlikely(n > 0))
+		if (atomic_compare_exchange_weak_explicit(&fault_sqfull, &n, n - 1,
+				memory_order_relaxed, memory_order_relaxed))
+			return true;
+	return false;
+}
+
 void *wft_malloc(size_t n)
 {
 	return wft_fault_alloc() ? NULL : malloc(n);
@@ -173,11 +191,13 @@ int weft_init(const weft_config_t *cfg)
 	if (wft_rt.pin)
 		for (int i = ncpu; i < wft_rt.nworkers; i++)
 			wft_rt.cpus[i] = wft_rt.cpus[i % ncpu];
+	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
+	atomic_store_explicit(&fault_sqfull, 0, memory_order_relaxed);
 	if ((e = getenv("WEFT_FAULT")) && strncmp(e, "alloc:", 6) == 0) {
 		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
 		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
-	} else {
-		atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
+	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
+		atomic_store_explicit(&fault_sqfull, atol(e + 7), memory_order_relaxed);
 	}
 
 	wft_stats_reset_unsafe();

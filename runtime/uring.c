@@ -508,14 +508,21 @@ struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need)
 	struct wft_uring *r = w->ring;
 	struct io_uring_sqe *sqe;
 
-	while (wft_unlikely(io_uring_sq_space_left(&r->ring) < need)) {
+	for (;;) {
+		/* a test's fault: the SQ is full and the flush refused */
+		bool fault = wft_fault_sqfull();
+
+		if (wft_likely(!fault && io_uring_sq_space_left(&r->ring) >= need))
+			break;
 		/* SQ full: submit now, from this thread (it runs on w's OS
 		 * thread, so SINGLE_ISSUER holds). If the kernel refuses (CQ
 		 * backlog), make room by reaping - the wakes are local - and let
 		 * the woken threads run before trying again. */
-		flush(w, r);
-		if (io_uring_sq_space_left(&r->ring) >= need)
-			break;
+		if (!fault) {
+			flush(w, r);
+			if (io_uring_sq_space_left(&r->ring) >= need)
+				break;
+		}
 		reap(w, r);
 		{
 			/* Stay on w across the yield: a temporary pin (pinned

@@ -710,6 +710,7 @@ struct weft_thread *wft_waiter_claim(struct wft_waiter *wt);
 weft_time_t wft_now(void);
 /* Fault injection: WEFT_FAULT=alloc:N fails the N-th internal allocation. */
 bool wft_fault_alloc(void);
+bool wft_fault_sqfull(void);   /* WEFT_FAULT=sqfull:N (init.c) */
 void *wft_malloc(size_t n);  /* malloc through the fault injector */
 void wft_futex_wait(_Atomic uint32_t *addr, uint32_t val, weft_time_t deadline);
 void wft_futex_wake(_Atomic uint32_t *addr, int n);

@@ -1317,6 +1317,68 @@ START_TEST(hinted_timeouts)
 }
 END_TEST
 
+/* The SQ-full path of wft_uring_get_sqe (runtime/uring.c): a thread that
+ * finds the SQ full and the flush refused yields there, and must resume on
+ * the same worker, because the linked timeout's SQE that follows goes to
+ * the same ring (a thread that moved put the two halves of a link on two
+ * rings, or on a ring whose OS thread it was not running on).
+ * WEFT_FAULT=sqfull:N forces that path on the next N SQE requests; pairs
+ * of threads with I/O timeouts ping-pong on one worker while the other
+ * worker steals, and every exchange must complete with the right data.
+ * (It exercises the path; it does not reproduce the original migration
+ * bug of 8f2f3e7, which it also passes.) */
+
+static void *sqf_side(void *arg)
+{
+	int fd = (int)(intptr_t)arg & 0xffff, first = (int)(intptr_t)arg >> 16;
+
+	WT_CHECK(weft_io_set_timeout(5000ull * 1000000) == 0);
+	for (int i = 0; i < 100; i++) {
+		int v = i, back = -1;
+
+		if (first) {
+			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
+			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
+		} else {
+			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
+			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
+		}
+	}
+	WT_CHECK(weft_io_set_timeout(0) == 0);
+	return NULL;
+}
+
+START_TEST(sq_full_yield)
+{
+	enum { NPAIRS = 8 };
+	int sv[NPAIRS][2];
+	weft_thread_t t[NPAIRS][2];
+	weft_stats_t s0, s1;
+
+	setenv("WEFT_FAULT", "sqfull:3000", 1);
+	wt_init_workers(2);
+	unsetenv("WEFT_FAULT");
+	weft_stats_get(&s0);
+	for (int i = 0; i < NPAIRS; i++) {
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]), 0);
+		t[i][0] = spawn_on(-1, sqf_side, (void *)(intptr_t)(sv[i][0] | 1 << 16));
+		t[i][1] = spawn_on(-1, sqf_side, (void *)(intptr_t)sv[i][1]);
+	}
+	for (int i = 0; i < NPAIRS; i++) {
+		join(t[i][0]);
+		join(t[i][1]);
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+	weft_stats_get(&s1);
+	wt_assert_no_failure();
+	/* the faults were reached (each costs a yield) when io_uring is on */
+	if (s1.io_sqes > s0.io_sqes)
+		ck_assert_uint_gt(s1.yields - s0.yields, 100);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -1345,6 +1407,7 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, timeout_repeat, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, timeout_cancel_race, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, hinted_timeouts, 0, wt_nconfigs);
+	tcase_add_test(tc, sq_full_yield);
 
 	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
