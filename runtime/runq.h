@@ -71,6 +71,17 @@ static inline void wft_runq_push_front_owner(struct wft_worker *w, struct weft_t
 	wft_rq_unlock(w);
 }
 
+/* Unlink the private list's head t (non-NULL); caller holds rq_lock when
+ * NO_MAILBOX. */
+static inline void wft_rq_priv_unlink_head(struct wft_runq *q, struct weft_thread *t)
+{
+	q->phead = t->link;
+	if (!q->phead)
+		q->ptail = NULL;
+	q->pcount--;
+	/* relaxed: a hint for thieves deciding whether to set split_req */
+	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
+}
 static inline struct weft_thread *wft_runq_pop_owner(struct wft_worker *w)
 {
 	struct wft_runq *q = &w->rq;
@@ -92,14 +103,8 @@ static inline struct weft_thread *wft_runq_pop_owner(struct wft_worker *w)
 		return NULL;
 	wft_rq_lock(w);
 	t = q->phead;
-	if (t) {
-		q->phead = t->link;
-		if (!q->phead)
-			q->ptail = NULL;
-		q->pcount--;
-		/* relaxed: hint for thieves */
-		atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-	}
+	if (t)
+		wft_rq_priv_unlink_head(q, t);
 	wft_rq_unlock(w);
 	return t;
 }

@@ -681,6 +681,20 @@ static void join_commit(struct weft_thread *j, void *arg)
 	}
 }
 
+/* The end of a join whose thread is reserved for the joiner (EXITED_T of
+ * the generation it registered on, want): ours alone, no CAS needed, as
+ * nobody else looks at a reserved thread's jstate; the free stores FREE. */
+static int reap_reserved(struct weft_thread *t, uintptr_t want, void **ret)
+{
+	/* acquire: pairs with the exit's release store of EXITED_T, or the
+	 * commit's acq_rel CAS to it (t->ret) */
+	uintptr_t js = atomic_load_explicit(&t->jstate, memory_order_acquire);
+
+	if (wft_unlikely(js != WFT_JS(WFT_J_EXITED_T, WFT_JS_GEN(want))))
+		wft_panic("join woken before the exit");
+	return reap_owned(t, ret);
+}
+
 /*
  * Direct join: t heads this worker's private runqueue (a child just
  * spawned, the spawn+join of fib and spawn_join_seq), so nobody else can
@@ -714,20 +728,13 @@ static int join_direct(struct wft_worker *w, struct weft_thread *self, struct we
 	}
 	wft_stat_inc(w, thread_parks);
 	wft_worker_park_to(w, self, t);
-	/* acquire: pairs with the exit's release store of EXITED_T (t->ret);
-	 * ours alone, as in join_parked */
-	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
-	if (wft_unlikely(js != WFT_JS(WFT_J_EXITED_T, WFT_JS_GEN(want))))
-		wft_panic("direct join woken before the exit");
-	return reap_owned(t, ret);
+	return reap_reserved(t, want, ret);
 }
 
 /* want: the JOINABLE word (with t's generation) the caller saw. */
 static int join_parked(struct wft_worker *w, struct weft_thread *self, struct weft_thread *t,
 		       uintptr_t want, void **ret)
 {
-	uintptr_t js;
-
 	if (wft_worker_take_head(w, t))
 		return join_direct(w, self, t, want, ret);
 	self->park_commit = join_commit;
@@ -739,14 +746,7 @@ static int join_parked(struct wft_worker *w, struct weft_thread *self, struct we
 	wft_worker_schedule(w, WFT_SCHED_PARK);
 	if (!self->park_arg)   /* the commit lost: t is not ours to look at */
 		return EINVAL;
-	/* acquire: pairs with the exit's release store of EXITED_T, or the
-	 * commit's acq_rel CAS to it (t->ret) */
-	js = atomic_load_explicit(&t->jstate, memory_order_acquire);
-	if (wft_unlikely(js != WFT_JS(WFT_J_EXITED_T, WFT_JS_GEN(want))))
-		wft_panic("join woken before the exit");
-	/* ours alone (EXITED_T), no CAS needed: nobody else looks at a
-	 * reserved thread's jstate; the free below stores FREE */
-	return reap_owned(t, ret);
+	return reap_reserved(t, want, ret);
 }
 
 int weft_join(weft_thread_t t, void **ret)

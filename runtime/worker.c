@@ -334,11 +334,8 @@ void wft_worker_finish_switch(struct wft_worker *w)
  * below the top by the stack's colour (stack.c). */
 static inline __attribute__((always_inline)) void make_start_ctx(struct weft_thread *next)
 {
-	size_t pg = wft_page_size();
-
-	wft_ctx_make(&next->ctx, (char *)next->stack + (next->guard ? pg : 0),
-		     next->stack_size + pg - wft_stack_colour(next), wft_thread_start, next,
-		     next->fpenv);
+	wft_ctx_make(&next->ctx, wft_stack_lo(next), wft_stack_len(next) - wft_stack_colour(next),
+		     wft_thread_start, next, next->fpenv);
 	next->started = 1;
 }
 
@@ -549,12 +546,7 @@ bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t)
 		return false;
 	wft_rq_lock(w);
 	if (q->phead == t) {
-		q->phead = t->link;
-		if (!q->phead)
-			q->ptail = NULL;
-		q->pcount--;
-		/* relaxed: a hint for thieves */
-		atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
+		wft_rq_priv_unlink_head(q, t);
 		ok = true;
 	}
 	wft_rq_unlock(w);
