@@ -64,15 +64,15 @@ bool wft_fault_alloc(void)
  * if the SQ were full and the kernel refused the flush (uring.c
  * wft_uring_get_sqe), to reach the yield path a test cannot otherwise
  * force. 0 = off. */
-static _Atomic long fault_sqfull;
+_Atomic long wft_fault_sqfull_left;
 
-bool wft_fault_sqfull(void)
+bool wft_fault_sqfull_take(void)
 {
 	/* relaxed: a test knob and a counter, nothing published with it */
-	long n = atomic_load_explicit(&fault_sqfull, memory_order_relaxed);
+	long n = atomic_load_explicit(&wft_fault_sqfull_left, memory_order_relaxed);
 
-	while (wft_unlikely(n > 0))
-		if (atomic_compare_exchange_weak_explicit(&fault_sqfull, &n, n - 1,
+	while (n > 0)
+		if (atomic_compare_exchange_weak_explicit(&wft_fault_sqfull_left, &n, n - 1,
 				memory_order_relaxed, memory_order_relaxed))
 			return true;
 	return false;
@@ -192,12 +192,12 @@ int weft_init(const weft_config_t *cfg)
 		for (int i = ncpu; i < wft_rt.nworkers; i++)
 			wft_rt.cpus[i] = wft_rt.cpus[i % ncpu];
 	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
-	atomic_store_explicit(&fault_sqfull, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
 	if ((e = getenv("WEFT_FAULT")) && strncmp(e, "alloc:", 6) == 0) {
 		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
 		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
 	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
-		atomic_store_explicit(&fault_sqfull, atol(e + 7), memory_order_relaxed);
+		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
 	}
 
 	wft_stats_reset_unsafe();

@@ -710,7 +710,15 @@ struct weft_thread *wft_waiter_claim(struct wft_waiter *wt);
 weft_time_t wft_now(void);
 /* Fault injection: WEFT_FAULT=alloc:N fails the N-th internal allocation. */
 bool wft_fault_alloc(void);
-bool wft_fault_sqfull(void);   /* WEFT_FAULT=sqfull:N (init.c) */
+/* WEFT_FAULT=sqfull:N (init.c): inline, as it sits on every SQE request:
+ * one relaxed load when off (a test knob; nothing is published with it). */
+extern _Atomic long wft_fault_sqfull_left;
+bool wft_fault_sqfull_take(void);
+static inline bool wft_fault_sqfull(void)
+{
+	return wft_unlikely(atomic_load_explicit(&wft_fault_sqfull_left, memory_order_relaxed) > 0) &&
+	       wft_fault_sqfull_take();
+}
 void *wft_malloc(size_t n);  /* malloc through the fault injector */
 void wft_futex_wait(_Atomic uint32_t *addr, uint32_t val, weft_time_t deadline);
 void wft_futex_wake(_Atomic uint32_t *addr, int n);
