@@ -1021,20 +1021,52 @@ END_TEST
  * on other workers between calls; every byte still arrives in order. */
 enum { PAIRS = 16, ROUNDS = 300 };
 
-static void *mig_side(void *arg)
+/* A pair side's argument: its fd, and 1 << 16 for the side that sends
+ * first (pair_arg); pair_round() is one exchange of round i. */
+static void *pair_arg(int fd, int first)
+{
+	return (void *)(intptr_t)(fd | first << 16);
+}
+
+static void pair_round(void *arg, int i)
 {
 	int fd = (int)(intptr_t)arg & 0xffff, first = (int)(intptr_t)arg >> 16;
+	int v = i, back = -1;
 
+	if (first) {
+		WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
+		WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
+	} else {
+		WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
+		WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
+	}
+}
+
+/* n socketpairs, each with its two sides running fn on any worker; joins
+ * them and closes the sockets. Context: the test body. */
+static void run_pairs(int n, void *(*fn)(void *))
+{
+	int sv[PAIRS][2];
+	weft_thread_t t[PAIRS][2];
+
+	ck_assert_int_le(n, PAIRS);
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]), 0);
+		t[i][0] = spawn_on(-1, fn, pair_arg(sv[i][0], 1));
+		t[i][1] = spawn_on(-1, fn, pair_arg(sv[i][1], 0));
+	}
+	for (int i = 0; i < n; i++) {
+		join(t[i][0]);
+		join(t[i][1]);
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+}
+
+static void *mig_side(void *arg)
+{
 	for (int i = 0; i < ROUNDS; i++) {
-		int v = i, back = -1;
-
-		if (first) {
-			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
-			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
-		} else {
-			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
-			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
-		}
+		pair_round(arg, i);
 		if (i % 7 == 0)
 			weft_yield();
 	}
@@ -1043,21 +1075,8 @@ static void *mig_side(void *arg)
 
 START_TEST(migrating_pairs)
 {
-	int sv[PAIRS][2];
-	weft_thread_t t[PAIRS][2];
-
 	wt_init(_i);
-	for (int i = 0; i < PAIRS; i++) {
-		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]), 0);
-		t[i][0] = spawn_on(-1, mig_side, (void *)(intptr_t)(sv[i][0] | 1 << 16));
-		t[i][1] = spawn_on(-1, mig_side, (void *)(intptr_t)sv[i][1]);
-	}
-	for (int i = 0; i < PAIRS; i++) {
-		join(t[i][0]);
-		join(t[i][1]);
-		close(sv[i][0]);
-		close(sv[i][1]);
-	}
+	run_pairs(PAIRS, mig_side);
 	wt_assert_no_failure();
 	wt_shutdown();
 }
@@ -1322,54 +1341,31 @@ END_TEST
  * the same worker, because the linked timeout's SQE that follows goes to
  * the same ring (a thread that moved put the two halves of a link on two
  * rings, or on a ring whose OS thread it was not running on).
- * WEFT_FAULT=sqfull:N forces that path on the next N SQE requests; pairs
- * of threads with I/O timeouts ping-pong on one worker while the other
- * worker steals, and every exchange must complete with the right data.
+ * WEFT_FAULT=sqfull:N forces that path on the next N SQE requests; 8
+ * pairs of threads with I/O timeouts ping-pong on two workers, which
+ * steal from each other, and every exchange must complete with the right
+ * data.
  * (It exercises the path; it does not reproduce the original migration
  * bug of 8f2f3e7, which it also passes.) */
 
 static void *sqf_side(void *arg)
 {
-	int fd = (int)(intptr_t)arg & 0xffff, first = (int)(intptr_t)arg >> 16;
-
 	WT_CHECK(weft_io_set_timeout(5000ull * 1000000) == 0);
-	for (int i = 0; i < 100; i++) {
-		int v = i, back = -1;
-
-		if (first) {
-			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
-			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
-		} else {
-			WT_CHECK(read_all(fd, &back, sizeof(back)) && back == i);
-			WT_CHECK(weft_io_write(fd, &v, sizeof(v)) == sizeof(v));
-		}
-	}
+	for (int i = 0; i < 100; i++)
+		pair_round(arg, i);
 	WT_CHECK(weft_io_set_timeout(0) == 0);
 	return NULL;
 }
 
 START_TEST(sq_full_yield)
 {
-	enum { NPAIRS = 8 };
-	int sv[NPAIRS][2];
-	weft_thread_t t[NPAIRS][2];
 	weft_stats_t s0, s1;
 
 	setenv("WEFT_FAULT", "sqfull:3000", 1);
 	wt_init_workers(2);
 	unsetenv("WEFT_FAULT");
 	weft_stats_get(&s0);
-	for (int i = 0; i < NPAIRS; i++) {
-		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]), 0);
-		t[i][0] = spawn_on(-1, sqf_side, (void *)(intptr_t)(sv[i][0] | 1 << 16));
-		t[i][1] = spawn_on(-1, sqf_side, (void *)(intptr_t)sv[i][1]);
-	}
-	for (int i = 0; i < NPAIRS; i++) {
-		join(t[i][0]);
-		join(t[i][1]);
-		close(sv[i][0]);
-		close(sv[i][1]);
-	}
+	run_pairs(8, sqf_side);
 	weft_stats_get(&s1);
 	wt_assert_no_failure();
 	/* the faults were reached (each costs a yield) when io_uring is on */
