@@ -83,6 +83,21 @@ struct stack_entry {
 	unsigned vg;
 };
 
+/* Give t the newest of the n entries of a that matches its size and guard
+ * (I1), removing it. false if none does. */
+static bool take_entry(struct stack_entry *a, unsigned *n, struct weft_thread *t)
+{
+	for (unsigned i = *n; i-- > 0;) {
+		if (a[i].size == t->stack_size && a[i].guard == t->guard) {
+			t->stack = a[i].base;
+			t->stack_vg = a[i].vg;
+			a[i] = a[--*n];
+			return true;
+		}
+	}
+	return false;
+}
+
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stack_entry pool[STACK_POOL_MAX];
 static unsigned npool;                 /* under pool_lock */
@@ -108,21 +123,13 @@ static bool pool_put(const struct stack_entry *e)
 /* Take a pooled stack of t's size and guard into t. false if none. */
 static bool pool_get(struct weft_thread *t)
 {
-	bool ok = false;
+	bool ok;
 
 	if (!atomic_load_explicit(&npool_hint, memory_order_relaxed))
 		return false;
 	pthread_mutex_lock(&pool_lock);
-	for (unsigned i = npool; i-- > 0;) {
-		if (pool[i].size == t->stack_size && pool[i].guard == t->guard) {
-			t->stack = pool[i].base;
-			t->stack_vg = pool[i].vg;
-			pool[i] = pool[--npool];
-			ok = true;
-			atomic_store_explicit(&npool_hint, npool, memory_order_relaxed);
-			break;
-		}
-	}
+	ok = take_entry(pool, &npool, t);
+	atomic_store_explicit(&npool_hint, npool, memory_order_relaxed);
 	pthread_mutex_unlock(&pool_lock);
 	return ok;
 }
@@ -157,15 +164,7 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 	size_t len;
 	void *p;
 
-	for (unsigned i = w->nstacks; i-- > 0;) {
-		if (cache[i].size == t->stack_size && cache[i].guard == t->guard) {
-			t->stack = cache[i].base;
-			t->stack_vg = cache[i].vg;
-			cache[i] = cache[--w->nstacks];
-			return 0;
-		}
-	}
-	if (pool_get(t))
+	if (take_entry(cache, &w->nstacks, t) || pool_get(t))
 		return 0;
 	if (wft_fault_alloc())
 		return ENOMEM;
