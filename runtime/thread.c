@@ -104,6 +104,8 @@
 #if defined(WFT_CTX_X86_64)
 _Static_assert(offsetof(struct weft_thread, link) == 64, "TCB line 1 starts at link");
 _Static_assert(offsetof(struct weft_thread, fpenv) == 128, "TCB lines 0-1 hold the switch path");
+_Static_assert(offsetof(struct weft_thread, state) >= 64 && offsetof(struct weft_thread, worker) < 128,
+	       "a remote wake touches one TCB line (wft.h)");
 #endif
 
 struct tcb_slab {
