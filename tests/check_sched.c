@@ -688,10 +688,10 @@ END_TEST
  * other worker's ran dry (idle.c "Cache trim", stack.c "Overflow pool").
  * Measured: 160-290 stacks in the 5 rounds with the first fix alone,
  * 4-77 with both; the bound sits between. */
-/* TSan creates a fiber per thread run (runtime/sanitizer.h), a large
- * zeroed allocation: 6 rounds of fib(22), 172,000 threads, outran the
- * test's timeout there. fib(19) still has far more threads (6,764 a
- * round) than the caches hold. */
+/* TSan creates a fiber per thread run (WT_SCALE_DIV in harness.h): 6
+ * rounds of fib(22), 172,000 threads, outran the test's timeout there.
+ * fib(19) still has far more threads (6,764 a round) than the caches
+ * hold. */
 #if defined(__SANITIZE_THREAD__)
 #define FJ_REUSE_N 19
 #define FJ_REUSE_RESULT 4181

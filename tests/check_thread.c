@@ -40,7 +40,7 @@ static void *bump(void *arg)
 
 START_TEST(spawn_join_100k)
 {
-	enum { N = 100000, BATCH = 1000 };
+	enum { N = 100000 / WT_SCALE_DIV, BATCH = 1000 };
 	weft_thread_t *ts = calloc(BATCH, sizeof(*ts));
 
 	wt_init(_i);
@@ -824,14 +824,7 @@ END_TEST
 /* A million spawned threads that have not run yet: each costs only its
  * TCB (stacks are allocated at first run). One worker, and the spawner
  * never blocks until all are spawned, so none of them can have run. */
-/* Sanitizer builds keep per-thread shadow state (TSan: a fiber per started
- * thread, ~1 KB+ each); they run the same test at a tenth of the size, the
- * plain build at full size. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define WT_SCALE_DIV 10
-#else
-#define WT_SCALE_DIV 1
-#endif
+/* Sanitizer builds run it at a tenth of the size (WT_SCALE_DIV). */
 /* Under Valgrind (run-time check) a tenth too: memcheck's shadow of 10^6
  * TCBs exceeds its address-space segment table ("FATAL: VG_N_SEGMENTS is
  * too low"), as do 20,000 guarded stacks below. */
