@@ -124,9 +124,17 @@ static inline __attribute__((noreturn)) void cs_run_pthread(void)
 	}
 }
 
+/* Exit at once. The listener is shut down first: the acceptors' pending
+ * io_uring accepts hold references to it, which the kernel drops only in
+ * the ring's exit work, after the process is gone; until then the socket
+ * stays in LISTEN and a server restarted on the port failed with
+ * EADDRINUSE (scripts running impls back to back on one port saw it).
+ * shutdown(2) takes it out of LISTEN whatever references remain. */
 static inline void cs_on_signal(int sig)
 {
 	(void)sig;
+	if (cs_listen_fd >= 0)
+		shutdown(cs_listen_fd, SHUT_RDWR);
 	if (getenv("WEFT_STATS"))
 		weft_stats_print(stderr);
 	_exit(0);

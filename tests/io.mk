@@ -3,7 +3,8 @@
 io_tests = tests/check_io tests/stress_io
 
 check_PROGRAMS += $(io_tests)
-TESTS += $(io_tests) tests/check_io_nouring.sh tests/check_valgrind.sh
+TESTS += $(io_tests) tests/check_io_nouring.sh tests/check_valgrind.sh \
+	tests/check_server_restart.sh
 
 tests_check_io_SOURCES = tests/check_io.c
 tests_check_io_CFLAGS = $(TEST_CFLAGS)
@@ -13,4 +14,5 @@ tests_stress_io_SOURCES = tests/stress_io.c
 tests_stress_io_CFLAGS = $(TEST_CFLAGS)
 tests_stress_io_LDADD = $(TEST_LDADD)
 
-dist_check_SCRIPTS = tests/check_io_nouring.sh tests/check_valgrind.sh
+dist_check_SCRIPTS = tests/check_io_nouring.sh tests/check_valgrind.sh \
+	tests/check_server_restart.sh
