@@ -47,6 +47,15 @@
  * the timeout covers the readiness wait; calls that run on the offload pool
  * (regular files, openat, fsync, connect) cannot be interrupted.
  *
+ * Exiting with calls pending: with io_uring, a weft thread blocked in a
+ * call holds a kernel reference to its descriptor, which the kernel drops
+ * only after the process is gone (in the ring's exit work). A listening
+ * socket with an accept pending therefore keeps accepting for a moment
+ * after exit() or _exit(), and a server restarted at once on its port
+ * fails with EADDRINUSE. shutdown(fd, SHUT_RDWR) on the listener before
+ * exiting closes it at once (async-signal-safe, so a signal handler can
+ * do it); examples/conn_server.h does.
+ *
  * Configuration (environment):
  *   WEFT_OFFLOAD_THREADS=N  most helper threads of the offload pool
  *                           (default 16; weft_offload_set_max() overrides).
