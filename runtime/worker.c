@@ -573,6 +573,12 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	struct weft_thread *next;
 
 	if (how == WFT_SCHED_YIELD) {
+		/* Behind every runnable thread of this worker, the ones still
+		 * in its mailbox included: queued first, they came after the
+		 * yielder (found by review: a thread unparked from an OS thread
+		 * ran only after the yielder's next turn) */
+		if (wft_unlikely(!wft_mailbox_empty(&w->mailbox)))
+			drain_mailbox(w);
 		atomic_store_explicit(&cur->state, WFT_T_RUNNABLE, memory_order_relaxed);
 		wft_runq_push_owner(w, cur);
 	}

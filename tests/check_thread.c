@@ -238,6 +238,64 @@ START_TEST(yield_order)
 }
 END_TEST
 
+/* A yield also goes behind threads that are runnable on the worker but
+ * still in its mailbox: B, parked, is unparked from this OS thread while
+ * A runs on the only worker; A's yield must let B run first. Before the
+ * fix, the yield queued A first and drained the mailbox after it: A came
+ * back before B ran in 50 of 50 rounds. */
+static _Atomic int ym_go, ym_b_ran, ym_sent, ym_a_ready;
+
+static void *ym_b(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&ym_go))
+		weft_park();
+	atomic_store(&ym_b_ran, 1);
+	return NULL;
+}
+
+static void *ym_a(void *arg)
+{
+	(void)arg;
+	atomic_store(&ym_a_ready, 1);
+	while (!atomic_load(&ym_sent))
+		;                      /* keep the only worker busy */
+	weft_yield();
+	return (void *)(intptr_t)atomic_load(&ym_b_ran);
+}
+
+START_TEST(yield_behind_mailbox)
+{
+	wt_init_workers(1);
+	for (int i = 0; i < 20; i++) {
+		weft_thread_t a, b;
+		void *r = NULL;
+		weft_stats_t s0, s;
+
+		atomic_store(&ym_go, 0);
+		atomic_store(&ym_b_ran, 0);
+		atomic_store(&ym_sent, 0);
+		atomic_store(&ym_a_ready, 0);
+		weft_stats_get(&s0);
+		ck_assert_int_eq(weft_spawn(&b, ym_b, NULL, NULL), 0);
+		do {                   /* until B has parked (its park is counted) */
+			usleep(100);
+			weft_stats_get(&s);
+		} while (s.thread_parks == s0.thread_parks);
+		ck_assert_int_eq(weft_spawn(&a, ym_a, NULL, NULL), 0);
+		while (!atomic_load(&ym_a_ready))
+			;
+		atomic_store(&ym_go, 1);
+		ck_assert_int_eq(weft_unpark(b), 0);   /* into the mailbox */
+		atomic_store(&ym_sent, 1);
+		ck_assert_int_eq(weft_join(a, &r), 0);
+		ck_assert_int_eq(weft_join(b, NULL), 0);
+		ck_assert_msg(r != NULL, "round %d: the yield returned before B ran", i);
+	}
+	wt_shutdown();
+}
+END_TEST
+
 /* Pinning and attributes. */
 static void *where(void *arg)
 {
@@ -1032,6 +1090,7 @@ static Suite *thread_suite(void)
 	tcase_add_loop_test(tc, detach_later, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, keys_destructors, 0, wt_nconfigs);
 	tcase_add_test(tc, yield_order);
+	tcase_add_test(tc, yield_behind_mailbox);
 	tcase_add_loop_test(tc, attrs, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, stack_reuse_sizes, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, park_unpark, 0, wt_nconfigs);
