@@ -950,9 +950,24 @@ int weft_sleep_until(weft_time_t deadline)
 			;
 		return 0;
 	}
-	/* Unparks during a sleep are spurious for it: loop to the deadline. */
-	while (wft_thread_park(deadline) != ETIMEDOUT)
-		;
+	{
+		struct weft_thread *self = wft_thread_self();
+		bool unparked = false;
+
+		/* An unpark during a sleep (or pending at its start) does not
+		 * end it: loop to the deadline. But it was meant for a later
+		 * weft_park, so it is not lost: the token goes back (before,
+		 * the sleep's parks consumed it, and a weft_park after the
+		 * sleep waited for another unpark: found by review). */
+		while (wft_thread_park(deadline) != ETIMEDOUT)
+			unparked = true;
+		if (unparked)
+			/* relaxed RMW: we already acquired from the unparker
+			 * (the park's exchange); an RMW, not a store, keeps the
+			 * release sequence of a later unparker's exchange
+			 * intact (see wft_thread_park's last comment) */
+			(void)atomic_exchange_explicit(&self->token, 1, memory_order_relaxed);
+	}
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static void *sleep_ms(void *arg)
 {
@@ -144,6 +145,37 @@ START_TEST(timeout_vs_unpark)
 }
 END_TEST
 
+/* An unpark that arrives during a sleep stays pending for the next park
+ * (the sleep's own parks used to consume it, and the park after the
+ * sleep then ran into its deadline). */
+static _Atomic int sk_sleeping;
+
+static void *sleep_keeper(void *arg)
+{
+	(void)arg;
+	atomic_store(&sk_sleeping, 1);
+	weft_sleep_ns(20000000);            /* unparked meanwhile */
+	return (void *)(intptr_t)weft_park_until(weft_now_ns() + 2000000000ull);
+}
+
+START_TEST(sleep_keeps_unpark)
+{
+	weft_thread_t t;
+	void *r = NULL;
+
+	wt_init(_i);
+	atomic_store(&sk_sleeping, 0);
+	ck_assert_int_eq(weft_spawn(&t, sleep_keeper, NULL, NULL), 0);
+	while (!atomic_load(&sk_sleeping))
+		usleep(100);
+	usleep(2000);
+	ck_assert_int_eq(weft_unpark(t), 0);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	ck_assert_int_eq((int)(intptr_t)r, 0);   /* not ETIMEDOUT */
+	wt_shutdown();
+}
+END_TEST
+
 START_TEST(os_thread_sleep)
 {
 	weft_time_t t0 = weft_now_ns();
@@ -163,6 +195,7 @@ static Suite *timer_suite(void)
 	tcase_add_loop_test(tc, many_timers, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, early_wake_cancels_timer, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, timeout_vs_unpark, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, sleep_keeps_unpark, 0, wt_nconfigs);
 	tcase_add_test(tc, os_thread_sleep);
 	return s;
 }

@@ -100,10 +100,13 @@ WEFT_API int weft_unpark(weft_thread_t t);
 WEFT_API weft_time_t weft_now_ns(void);
 
 /* Sleep for ns nanoseconds. A weft thread parks on its worker's timer heap
- * (the worker runs others); an OS thread calls nanosleep. Returns 0. Context: any. */
+ * (the worker runs others); an OS thread calls nanosleep. An unpark that
+ * arrives during the sleep does not end it and stays pending for the next
+ * weft_park(). Returns 0. Context: any. */
 WEFT_API int weft_sleep_ns(uint64_t ns);
 
-/* Sleep until the absolute CLOCK_MONOTONIC time deadline. Returns 0. Context: any. */
+/* Sleep until the absolute CLOCK_MONOTONIC time deadline (unparks as for
+ * weft_sleep_ns). Returns 0. Context: any. */
 WEFT_API int weft_sleep_until(weft_time_t deadline);
 
 /* --- Thread-specific data --- */
