@@ -48,7 +48,9 @@
  *
  * Steal (Go's runqgrab, written from the description): read head (acquire)
  * and tail (acquire: pairs with the release store of tail in publish, so
- * the slots below tail are written), take n = ceil(size / 2) slot values
+ * the slots below tail are written), take n = half of the victim's whole
+ * queue (ring plus npriv, rounded up; at most the ring and at most
+ * WFT_RUNQ_RING / 2) slot values
  * (relaxed atomic loads: the owner may be reusing a slot that an older head
  * covered; the CAS below then fails and the values are thrown away), then
  * CAS head from h to h + n (acq_rel). Linearisation point: that CAS.
@@ -188,7 +190,20 @@ struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *vict
 			h = atomic_load_explicit(&vq->head, memory_order_acquire);
 			continue;
 		}
-		n = n - n / 2;
+		{
+			/* Half of the victim's queue, not half of its ring: the
+			 * owner publishes half of its private list when asked
+			 * (publish_owner), so half of the ring was a quarter of
+			 * the work (found by the issue-2 audit). relaxed: npriv
+			 * is a hint; a stale value only sizes the batch. */
+			uint32_t priv = atomic_load_explicit(&vq->npriv, memory_order_relaxed);
+			uint32_t half = (uint32_t)(((uint64_t)n + priv + 1) / 2);
+
+			if (half < n)
+				n = half;
+			if (n > WFT_RUNQ_RING / 2)
+				n = WFT_RUNQ_RING / 2;   /* grab[]'s size */
+		}
 		for (uint32_t i = 0; i < n; i++)
 			/* relaxed: validated by the CAS (see Steal above) */
 			grab[i] = atomic_load_explicit(&vq->ring[(h + i) % WFT_RUNQ_RING],
