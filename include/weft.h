@@ -23,7 +23,10 @@
  *   WEFT_FEATURES=...  comma-separated feature switches, NO_ prefix disables
  *                      (MAILBOX, STEAL, NEXT_SLOT, ...; see runtime/features.def)
  *   WEFT_STATS=1       print the scheduler counters at exit
- * Environment variables override weft_config_t fields.
+ * Environment variables override weft_config_t fields. For the feature
+ * switches the override is per switch: WEFT_FEATURES applies on top of
+ * weft_config_t.features, so a switch it does not name keeps the config's
+ * setting.
  */
 #ifndef WEFT_H
 #define WEFT_H

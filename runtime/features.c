@@ -32,20 +32,24 @@ uint64_t wft_features_default(void)
 	return m;
 }
 
-int wft_features_parse(const char *s, uint64_t *mask)
+int wft_features_parse(const char *s, const char *origin, uint64_t *mask)
 {
-	uint64_t m = wft_features_default();
+	uint64_t m = *mask;
 
 	while (s && *s) {
 		const char *end = strchr(s, ',');
 		size_t len = end ? (size_t)(end - s) : strlen(s);
 		int on = 1;
 		unsigned i;
+		const char *tok;
+		size_t toklen;
 
 		while (len && (*s == ' ' || *s == '\t')) {
 			s++;
 			len--;
 		}
+		tok = s;          /* as written, for the message */
+		toklen = len;
 		if (len >= 3 && strncasecmp(s, "NO_", 3) == 0) {
 			on = 0;
 			s += 3;
@@ -56,7 +60,8 @@ int wft_features_parse(const char *s, uint64_t *mask)
 				if (strlen(feats[i].name) == len && strncasecmp(feats[i].name, s, len) == 0)
 					break;
 			if (i == WFT_FEAT_COUNT) {
-				fprintf(stderr, "weft: unknown feature '%.*s' in WEFT_FEATURES; known:", (int)len, s);
+				fprintf(stderr, "weft: unknown feature '%.*s' in %s; known:", (int)toklen, tok,
+					origin);
 				for (i = 0; i < WFT_FEAT_COUNT; i++)
 					fprintf(stderr, " %s", feats[i].name);
 				fprintf(stderr, "\n");

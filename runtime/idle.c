@@ -106,16 +106,6 @@
 #define SPIN_BACKOFF_NS 10000000
 #define SPIN_BACKOFF_MAX_NS 320000000
 
-static inline uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* Steal from the victims' public rings, then (I5 of runtime/worker.c)
  * from a busy victim's next slot. */
 static struct weft_thread *try_steal(struct wft_worker *w)
@@ -125,7 +115,7 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 
 	if (n < 2 || !wft_feat(STEAL))
 		return NULL;
-	start = (unsigned)(xorshift(&w->rng) % (uint64_t)n);
+	start = (unsigned)(wft_xorshift(&w->rng) % (uint64_t)n);
 	for (int i = 0; i < n; i++) {
 		struct wft_worker *v = wft_rt.workers[(start + (unsigned)i) % (unsigned)n];
 		struct weft_thread *t;

@@ -141,16 +141,15 @@ int weft_init(const weft_config_t *cfg)
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return EBUSY;
 	}
+	/* The defaults, then the config's switches, then the environment's
+	 * on top: a switch the environment does not name keeps the config's
+	 * setting (before, a WEFT_FEATURES string replaced the config's
+	 * whole list; found by review) */
 	e = getenv("WEFT_FEATURES");
-	rc = wft_features_parse(e ? e : cfg->features, &feats);
-	if (rc == 0 && e && cfg->features) {
-		/* both given: the config first, the environment overrides */
-		uint64_t m1;
-
-		rc = wft_features_parse(cfg->features, &m1);
-		if (rc == 0)
-			rc = wft_features_parse(e, &feats);
-	}
+	feats = wft_features_default();
+	rc = wft_features_parse(cfg->features, "weft_config_t.features", &feats);
+	if (rc == 0)
+		rc = wft_features_parse(e, "WEFT_FEATURES", &feats);
 	if (rc) {
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return EINVAL;

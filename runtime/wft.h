@@ -68,8 +68,22 @@ enum {
 extern uint64_t wft_features;
 #define wft_feat(name) ((wft_features >> WFT_FEAT_BIT_##name) & 1)
 
-/* Parse a WEFT_FEATURES string into *mask. Returns 0 or EINVAL (message on stderr). */
-int wft_features_parse(const char *s, uint64_t *mask);
+/* xorshift64: a worker's cheap PRNG (victim choice, RANDOMIZE). Owner only. */
+static inline uint64_t wft_xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* Apply a WEFT_FEATURES-style string (NAME or NO_NAME, comma-separated) to
+ * *mask, which holds the starting set. origin names the string's source in
+ * the error message. Returns 0, or EINVAL (message on stderr, *mask
+ * unchanged). */
+int wft_features_parse(const char *s, const char *origin, uint64_t *mask);
 uint64_t wft_features_default(void);
 
 /* ---------------------------------------------------------------------- */

@@ -629,6 +629,11 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
 {
+	/* RANDOMIZE (a debug switch): every other local wake, at random,
+	 * goes to the tail instead, so tests cannot lean on next-slot order
+	 * (victims are always tried in random order, idle.c try_steal) */
+	if (wft_unlikely(wft_feat(RANDOMIZE)) && (wft_xorshift(&w->rng) & 1))
+		next_slot = false;
 	if (next_slot && wft_feat(NEXT_SLOT)) {
 		struct weft_thread *old = wft_next_peek(w);
 

@@ -463,6 +463,15 @@ START_TEST(env_features)
 	ck_assert_int_eq(weft_init(&cfg), EINVAL);
 	ck_assert_int_eq(weft_workers(), 0);
 
+	/* per switch: the environment applies on top of the config's list
+	 * (before, it replaced it and STEAL came back on) */
+	ck_assert_int_eq(setenv("WEFT_FEATURES", "NO_MAILBOX", 1), 0);
+	cfg.features = "NO_STEAL";
+	init_ok(&cfg);
+	ck_assert_int_eq(weft_feature("STEAL"), 0);
+	ck_assert_int_eq(weft_feature("MAILBOX"), 0);
+	wt_shutdown();
+
 	unsetenv("WEFT_FEATURES");
 	cfg.features = "NO_STEAL";
 	init_ok(&cfg);
@@ -813,6 +822,44 @@ START_TEST(local_wake_next_slot)
 }
 END_TEST
 
+/* RANDOMIZE sends a random half of the local wakes past the next slot:
+ * over 40 rounds of the scenario above, B runs first in some and not in
+ * others (with RANDOMIZE doing nothing, it always ran first). */
+START_TEST(randomize_shuffles_next_slot)
+{
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	int first = 0, later = 0;
+
+	cfg.workers = 1;
+	cfg.features = "RANDOMIZE";
+	ck_assert_int_eq(weft_init(&cfg), 0);
+	if (weft_feature("NEXT_SLOT") != 1) {
+		wt_shutdown();
+		return;   /* nothing to shuffle */
+	}
+	for (int round = 0; round < 40; round++) {
+		weft_thread_t th[3], a_th;
+
+		memset(&nsx, 0, sizeof(nsx));
+		for (int i = 0; i < NS_N; i++)
+			atomic_store(&nsx.rank[i], -1);
+		ck_assert_int_eq(weft_spawn(&th[2], ns_b, NULL, NULL), 0);
+		WAIT_OS(atomic_load(&nsx.b_parked));
+		ck_assert_int_eq(weft_spawn(&a_th, ns_a, th, NULL), 0);
+		ck_assert_int_eq(weft_join(a_th, NULL), 0);
+		for (int i = 0; i < 3; i++)
+			ck_assert_int_eq(weft_join(th[i], NULL), 0);
+		if (atomic_load(&nsx.rank[NS_B]) == 0)
+			first++;
+		else
+			later++;
+	}
+	wt_assert_no_failure();
+	ck_assert_msg(first > 0 && later > 0, "B first in %d of 40 rounds", first);
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* kick: a remote wake of a parked worker's thread costs a kick.
  *
@@ -943,6 +990,7 @@ static Suite *config_suite(void)
 	tc = wt_tcase(s, "next_slot", 10);
 	tcase_add_loop_test(tc, local_wake_next_slot, 0,
 			    (int)(sizeof(ns_workers) / sizeof(ns_workers[0])));
+	tcase_add_test(tc, randomize_shuffles_next_slot);
 
 	tc = wt_tcase(s, "kick", 20);
 	tcase_add_test(tc, kick_parked_worker);
