@@ -446,6 +446,13 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t = wft_tcb_alloc(w);
 	if (!t)
 		return EAGAIN;
+	/* relaxed: a hint (stack.c "Stack shortage"); a TCB that kept a
+	 * stack of the right kind needs no mapping */
+	if (wft_unlikely(atomic_load_explicit(&wft_stack_short, memory_order_relaxed)) &&
+	    !(t->stack && t->stack_size == ss && t->guard == guard)) {
+		wft_tcb_release(w, t);
+		return EAGAIN;
+	}
 
 	t->fpenv = wft_fpenv_get();
 	t->fn = fn;

@@ -275,6 +275,9 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
 /* Return t's stack to w's cache (or unmap it past the bound, or when w is
  * NULL). Owner worker. */
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
+/* Set while stack mappings fail (stack.c "Stack shortage"): weft_spawn
+ * then returns EAGAIN for a thread that would need a new stack. */
+extern _Atomic bool wft_stack_short;
 /* Unmap cached stacks down to keep. Owner worker or teardown. */
 void wft_stack_trim(struct wft_worker *w, unsigned keep);
 /* Unmap every stack in the global overflow pool (stack.c). Context: any

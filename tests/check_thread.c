@@ -1076,6 +1076,82 @@ START_TEST(parked_20k_guarded)
 }
 END_TEST
 
+/* Stacks that cannot be mapped: with the address space limited
+ * (RLIMIT_AS) a spawned thread's first run fails to map its stack; the
+ * thread waits and is retried, and later spawns that need a new stack
+ * report EAGAIN (before, every spawn returned 0 and queued another thread
+ * that could not run). With the limit lifted, the waiting thread runs and
+ * spawns succeed again. Not under sanitizers or Valgrind, whose shadow
+ * memory needs the address space. */
+#include <sys/resource.h>
+
+static void *ss_ret(void *arg)
+{
+	return arg;
+}
+
+START_TEST(stack_shortage_eagain)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return;
+#else
+	enum { SS_WAIT_MAX = 64 };
+	struct rlimit old, lim;
+	weft_thread_t warm[8], a, b, waiting[SS_WAIT_MAX];
+	int nwait = 0;
+	weft_attr_t big;
+	unsigned long pages = 0;
+	int rc = 0;
+	weft_time_t end;
+	void *r = NULL;
+	FILE *f;
+
+	if (WT_ON_VALGRIND())
+		return;
+	wt_init_workers(1);
+	/* TCBs in the cache, so that a spawn below needs no new memory but
+	 * its stack (a size nothing has used: a fresh mapping) */
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(weft_spawn(&warm[i], ss_ret, NULL, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(weft_join(warm[i], NULL), 0);
+	weft_attr_init(&big);
+	big.stack_size = 8u << 20;
+	f = fopen("/proc/self/statm", "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+	fclose(f);
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+
+	ck_assert_int_eq(weft_spawn(&a, ss_ret, (void *)1, &big), 0);
+	/* Spawns succeed until the worker has tried a's stack and failed;
+	 * those threads wait as a does */
+	end = weft_now_ns() + 2000000000ull;
+	while (nwait < SS_WAIT_MAX && weft_now_ns() < end) {
+		rc = weft_spawn(&waiting[nwait], ss_ret, (void *)2, &big);
+		if (rc)
+			break;
+		nwait++;
+		usleep(1000);
+	}
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+	ck_assert_int_eq(rc, EAGAIN);
+	/* the threads that waited for their stacks run now */
+	ck_assert_int_eq(weft_join(a, &r), 0);
+	ck_assert_ptr_eq(r, (void *)1);
+	for (int i = 0; i < nwait; i++)
+		ck_assert_int_eq(weft_join(waiting[i], NULL), 0);
+	ck_assert_int_eq(weft_spawn(&b, ss_ret, (void *)2, &big), 0);
+	ck_assert_int_eq(weft_join(b, &r), 0);
+	ck_assert_ptr_eq(r, (void *)2);
+	wt_shutdown();
+#endif
+}
+END_TEST
+
 static Suite *thread_suite(void)
 {
 	Suite *s = suite_create("thread");
@@ -1107,6 +1183,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, bad_attr_no_implicit_init);
 	tcase_add_test(tc, fault_injection);
 	tcase_add_test(tc, fault_direct_join);
+	tcase_add_test(tc, stack_shortage_eagain);
 	tcase_add_loop_test(tc, racing_joiners, 0, 2);
 	tcase_add_test(tc, os_joiner_keeps_claim);
 	return s;

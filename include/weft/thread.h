@@ -40,11 +40,15 @@ WEFT_API int weft_attr_init(weft_attr_t *attr);
 
 /* Create a light thread running fn(arg). attr may be NULL for defaults. If the
  * runtime is not running it is started with the default configuration.
- * The stack is allocated lazily, when the thread first runs.
+ * The stack is allocated lazily, when the thread first runs; if that mapping
+ * fails (vm.max_map_count, RLIMIT_AS, no memory), the thread waits on its
+ * worker's queue and is retried until a stack can be had, and until then
+ * further spawns that need a new stack fail with EAGAIN.
  * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL,
  * bad attribute such as an out-of-range worker or a stack size below
- * WEFT_STACK_MIN), EAGAIN (no memory for the thread), or the error of the
- * implicit weft_init(). Context: any. */
+ * WEFT_STACK_MIN), EAGAIN (no memory for the thread, or stacks cannot be
+ * mapped at the moment), or the error of the implicit weft_init().
+ * Context: any. */
 WEFT_API int weft_spawn(weft_thread_t *t, weft_fn_t fn, void *arg, const weft_attr_t *attr);
 
 /* Wait for t to finish and release it; *ret (if not NULL) receives its return
