@@ -30,6 +30,7 @@ static inline void wft_rq_unlock(struct wft_worker *w)
 static inline void wft_rq_priv_append(struct wft_runq *q, struct weft_thread *first,
 			       struct weft_thread *last, uint32_t n)
 {
+	WFT_ASSERT(n > 0 && (q->phead == NULL) == (q->ptail == NULL));
 	last->link = NULL;
 	if (q->ptail)
 		q->ptail->link = first;
@@ -75,6 +76,7 @@ static inline void wft_runq_push_front_owner(struct wft_worker *w, struct weft_t
  * NO_MAILBOX. */
 static inline void wft_rq_priv_unlink_head(struct wft_runq *q, struct weft_thread *t)
 {
+	WFT_ASSERT(q->phead == t && q->pcount > 0);
 	q->phead = t->link;
 	if (!q->phead)
 		q->ptail = NULL;

@@ -314,6 +314,7 @@ static inline __attribute__((always_inline)) void finish_switch(struct wft_worke
 
 	if (!prev)
 		return;
+	WFT_ASSERT(prev != w->current);
 	w->prev = NULL;
 	/* relaxed: both written by the thread itself before it switched away */
 	if (wft_unlikely(atomic_load_explicit(&prev->state, memory_order_relaxed) == WFT_T_DONE ||
@@ -383,6 +384,10 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	 * next->ctx is completely saved before we load it */
 	while (wft_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
 		wft_cpu_relax();
+	/* only a runnable thread is dispatched (a waker's or the spawn's
+	 * RUNNABLE, or the yielder's own) and never the one switching away */
+	WFT_ASSERT(next != cur && w->prev == NULL &&
+		   atomic_load_explicit(&next->state, memory_order_relaxed) == WFT_T_RUNNABLE);
 	/* relaxed: read by mutex spinners as a hint */
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, WFT_T_RUNNING, memory_order_relaxed);
