@@ -15,7 +15,7 @@
  *              AWAKE when it wakes.
  *
  * Order of an idle round (wft_idle_run):
- *   1. steal from a random victim (half of its public ring);
+ *   1. steal from a random victim (half of its queue, from its public ring; runq.c);
  *   2. spin: poll mailbox, victims, the io_uring and timers for IDLE_SPIN_NS, if fewer
  *      than max(1, nworkers / 2) workers are already spinning (Go's rule:
  *      spinning workers cost CPU, a few suffice to pick up new work);

@@ -158,23 +158,6 @@ static void stack_unmap(struct stack_entry *e)
 	munmap(e->base, map_size(e->size, e->guard));
 }
 
-/* Stack shortage. Stacks are mapped when a thread first runs, after its
- * spawn returned 0; a thread whose mapping fails waits on its worker's
- * queue and is retried (worker.c prepare_slow). So that a program that
- * keeps spawning learns of the shortage (EAGAIN, as pthread_create says
- * when it cannot get a stack) instead of queueing threads that cannot
- * run, a failed mapping sets this flag and weft_spawn refuses threads
- * that would need a new stack until a mapping succeeds or a stack is
- * freed. relaxed: a hint about the allocator's state; written only on a
- * change, so the line is read-shared while nothing fails. */
-_Atomic bool wft_stack_short;
-
-static void stack_short_set(bool v)
-{
-	if (atomic_load_explicit(&wft_stack_short, memory_order_relaxed) != v)
-		atomic_store_explicit(&wft_stack_short, v, memory_order_relaxed);
-}
-
 int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 {
 	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
@@ -184,26 +167,21 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 	if (take_entry(cache, &w->nstacks, t) || pool_get(t))
 		return 0;
 	if (wft_fault_alloc())
-		goto short_of_stacks;
+		return ENOMEM;
 	len = map_size(t->stack_size, t->guard);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (p == MAP_FAILED)
-		goto short_of_stacks;
+		return ENOMEM;
 	if (t->guard && mprotect(p, wft_page_size(), PROT_NONE) != 0) {
 		munmap(p, len);
-		goto short_of_stacks;
+		return ENOMEM;
 	}
-	stack_short_set(false);
 	t->stack = p;
 	wft_stat_inc(w, stack_maps);
 	/* Valgrind: register the usable part; the id travels with the stack */
 	t->stack_vg = WFT_VG_STACK_REGISTER(wft_stack_lo(t), (char *)p + len);
 	return 0;
-
-short_of_stacks:
-	stack_short_set(true);
-	return ENOMEM;
 }
 
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
@@ -212,9 +190,6 @@ void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
 
 	if (!t->stack)
 		return;
-	/* a stack is free again: spawns may try (see wft_stack_short) */
-	if (wft_unlikely(atomic_load_explicit(&wft_stack_short, memory_order_relaxed)))
-		atomic_store_explicit(&wft_stack_short, false, memory_order_relaxed);
 	t->stack = NULL;
 	if (w && w->nstacks < w->stack_cache_cap) {
 		((struct stack_entry *)w->stack_cache)[w->nstacks++] = e;

@@ -446,9 +446,9 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t = wft_tcb_alloc(w);
 	if (!t)
 		return EAGAIN;
-	/* relaxed: a hint (stack.c "Stack shortage"); a TCB that kept a
-	 * stack of the right kind needs no mapping */
-	if (wft_unlikely(atomic_load_explicit(&wft_stack_short, memory_order_relaxed)) &&
+	/* relaxed: a gate, not a synchronisation (worker.c "Stack
+	 * shortage"); a TCB that kept a stack of the right kind needs none */
+	if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters, memory_order_relaxed) > 0) &&
 	    !(t->stack && t->stack_size == ss && t->guard == guard)) {
 		wft_tcb_release(w, t);
 		return EAGAIN;
@@ -463,6 +463,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t->stack_size = ss;
 	t->guard = guard;
 	t->keep_stack = 0;
+	t->stack_wait = false;
 	t->pin = pin;
 	t->started = 0;
 	t->free_on_exit = 0;

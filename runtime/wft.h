@@ -182,10 +182,12 @@ struct weft_thread {
 	_Atomic int on_cpu;               /* 1 from dispatch until the next switch has
 	                                   * finished saving ctx (see worker.c) */
 	int started;                      /* has a stack and ran once; owner worker */
-	int free_on_exit;                 /* detached at exit: the switch-out frees it */
-	int keep_stack;                   /* at exit: a weft thread frees the TCB at once, so
+	bool free_on_exit;                /* detached at exit: the switch-out frees it */
+	bool keep_stack;                  /* at exit: a weft thread frees the TCB at once, so
 	                                   * the stack stays with it (see thread.c "Stacks
 	                                   * that stay with their TCB") */
+	bool stack_wait;                  /* counted in wft_stack_waiters (worker.c
+	                                   * prepare_slow); the worker running it */
 	/* --- second cache line: everything a waker touches (state, token,
 	 * reason, target worker, pin, queue link and mailbox chain header),
 	 * plus the park commit; exactly 64 bytes on LP64. A remote wake
@@ -275,9 +277,10 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
 /* Return t's stack to w's cache (or unmap it past the bound, or when w is
  * NULL). Owner worker. */
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
-/* Set while stack mappings fail (stack.c "Stack shortage"): weft_spawn
- * then returns EAGAIN for a thread that would need a new stack. */
-extern _Atomic bool wft_stack_short;
+/* Threads that could not get a stack at their first run and wait for one
+ * (worker.c "Stack shortage"): while any does, weft_spawn returns EAGAIN
+ * for a thread that would need a new stack. */
+extern _Atomic long wft_stack_waiters;
 /* Unmap cached stacks down to keep. Owner worker or teardown. */
 void wft_stack_trim(struct wft_worker *w, unsigned keep);
 /* Unmap every stack in the global overflow pool (stack.c). Context: any
@@ -319,7 +322,7 @@ unsigned wft_stack_cache_keep(void);
 
 /* ---------------------------------------------------------------------- */
 /* Runqueue (runtime/runq.c): owner pushes and pops without atomic RMW;
- * thieves take half of the public ring with one CAS. */
+ * thieves take half of the queue (ring + private), from the ring, with one CAS. */
 
 #define WFT_RUNQ_RING 256   /* public ring slots; see runq.c for the choice */
 
@@ -428,7 +431,7 @@ struct wft_worker {
 	void *sched_fake_stack;           /* ASan save slot of the scheduler loop */
 	unsigned tick;                    /* switches, for the cheap timer check */
 	unsigned io_tick;                 /* picks, for the cheap I/O check */
-	uint64_t rng;                     /* victim selection */
+	uint64_t rng;                     /* victim selection, RANDOMIZE (wft_xorshift) */
 	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
 	/* Next-slot steal (worker.c I5): what this worker, as a thief, last saw
 	 * in a victim's next slot. Owner only. */

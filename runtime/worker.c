@@ -341,17 +341,40 @@ static inline __attribute__((always_inline)) void make_start_ctx(struct weft_thr
 }
 
 /*
+ * Stack shortage. Stacks are mapped when a thread first runs, after its
+ * spawn returned 0. A thread whose stack cannot be had (vm.max_map_count,
+ * RLIMIT_AS, no memory) goes back to the runqueue tail and is retried
+ * later: it must not be lost. So that a program that keeps spawning
+ * learns of the shortage (EAGAIN, as pthread_create reports when it
+ * cannot get a stack) instead of queueing threads that cannot run, such a
+ * thread is counted in wft_stack_waiters from its first failure until it
+ * gets a stack, on whichever worker, and weft_spawn refuses threads that
+ * would need a new stack while the count is not 0. (A flag set on failure
+ * and cleared on a mapping or a free stayed set when the waiter got a
+ * cached stack elsewhere, refusing spawns with nobody waiting: found by
+ * review.) relaxed: a count that only gates spawns; the increment and the
+ * decrement are RMWs, so the count is exact.
+ */
+_Atomic long wft_stack_waiters;
+
+/*
  * Give a thread that never ran its stack and initial context: the rare
  * half (no stack yet, or a sanitizer or Valgrind must hear of the fresh
- * stack). On failure (no memory for a stack) the thread goes back to the
- * runqueue tail and is retried later: weft_spawn already returned
- * success, so it must not be lost.
+ * stack). On failure (no memory for a stack) the thread waits (above).
  */
 static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct weft_thread *next)
 {
 	if (!next->stack && wft_stack_alloc(w, next)) {
+		if (!next->stack_wait) {
+			next->stack_wait = true;
+			atomic_fetch_add_explicit(&wft_stack_waiters, 1, memory_order_relaxed);
+		}
 		wft_runq_push_owner(w, next);
 		return false;
+	}
+	if (wft_unlikely(next->stack_wait)) {
+		next->stack_wait = false;
+		atomic_fetch_sub_explicit(&wft_stack_waiters, 1, memory_order_relaxed);
 	}
 	wft_san_stack_fresh(wft_stack_lo(next), wft_stack_len(next));
 	if (WFT_TSAN && !next->san_fiber)

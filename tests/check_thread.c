@@ -1152,6 +1152,95 @@ START_TEST(stack_shortage_eagain)
 }
 END_TEST
 
+/* Once no thread waits for a stack, spawns succeed again, even if no
+ * stack was freed or mapped meanwhile: two long-lived threads spawned
+ * under the limit get their stacks from worker 0's cache after one of
+ * them failed to map one on worker 1. A flag set on a failed mapping and
+ * cleared by a mapping or a free stayed set here and refused every spawn
+ * (found by review, reproduced 5 of 5). */
+static _Atomic int sc_running, sc_release;
+
+static void *sc_longlived(void *arg)
+{
+	atomic_fetch_add(&sc_running, 1);
+	while (!atomic_load(&sc_release))
+		weft_sleep_ns(1000000);
+	return arg;
+}
+
+static void *sc_spawner(void *arg)
+{
+	weft_attr_t *big = arg;
+	weft_time_t end = weft_now_ns() + 10000000000ull;
+
+	for (int i = 0; i < 2; i++) {
+		weft_attr_t at = *big;
+
+		at.detached = 1;
+		WT_CHECK(weft_spawn(NULL, sc_longlived, NULL, &at) == 0);
+	}
+	/* stays until the end: its exit would free a stack */
+	while (!atomic_load(&sc_release) && weft_now_ns() < end)
+		weft_yield();
+	return NULL;
+}
+
+START_TEST(stack_shortage_clears)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return;
+#else
+	struct rlimit old, lim;
+	weft_thread_t t[4], sp, x;
+	weft_attr_t big, sa;
+	unsigned long pages = 0;
+	FILE *f;
+	int rc;
+
+	if (WT_ON_VALGRIND())
+		return;
+	wt_init_workers(2);
+	atomic_store(&sc_running, 0);
+	atomic_store(&sc_release, 0);
+	weft_attr_init(&big);
+	big.stack_size = 8u << 20;
+	/* four big stacks into worker 0's cache */
+	for (int i = 0; i < 4; i++) {
+		weft_attr_t at = big;
+
+		at.worker = 0;
+		ck_assert_int_eq(weft_spawn(&t[i], ss_ret, NULL, &at), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	f = fopen("/proc/self/statm", "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+	fclose(f);
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+	weft_attr_init(&sa);
+	sa.worker = 1;
+	ck_assert_int_eq(weft_spawn(&sp, sc_spawner, &big, &sa), 0);
+	for (int i = 0; i < 3000 && atomic_load(&sc_running) < 2; i++)
+		usleep(1000);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+	ck_assert_int_eq(atomic_load(&sc_running), 2);
+	/* nobody waits for a stack now, and none was freed: a spawn that
+	 * needs a new one works */
+	rc = weft_spawn(&x, ss_ret, (void *)3, NULL);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(weft_join(x, NULL), 0);
+	atomic_store(&sc_release, 1);
+	ck_assert_int_eq(weft_join(sp, NULL), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+#endif
+}
+END_TEST
+
 static Suite *thread_suite(void)
 {
 	Suite *s = suite_create("thread");
@@ -1184,6 +1273,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, fault_injection);
 	tcase_add_test(tc, fault_direct_join);
 	tcase_add_test(tc, stack_shortage_eagain);
+	tcase_add_test(tc, stack_shortage_clears);
 	tcase_add_loop_test(tc, racing_joiners, 0, 2);
 	tcase_add_test(tc, os_joiner_keeps_claim);
 	return s;
