@@ -36,7 +36,11 @@
  *   I2 Only the owner writes tail and ring slots; consumers only advance
  *      head, by CAS.
  *   I3 Pinned threads (t->pin >= 0) are never published: a thief must not
- *      take them.
+ *      take them. The price: a publish moves unpinned threads ahead of
+ *      older pinned ones (the ring is popped first), so FIFO, and a
+ *      yield's place behind every runnable thread, hold among threads of
+ *      one kind only when both kinds share a worker while a thief asks
+ *      (found by a test under NO_MAILBOX, config/randomize_shuffles_next_slot).
  *   I4 With NO_MAILBOX the private list is also written by remote wakers,
  *      so every private-list access then holds w->rqlock.
  *
