@@ -207,5 +207,16 @@ int main(int argc, char **argv)
 		printf("bench=echo impl=%s param=conns=%d,size=%d value=%.0f unit=rt/s p50_us=%.0f p99_us=%.0f\n",
 		       label, conns, size, rate, pct(hist, total, 0.50), pct(hist, total, 0.99));
 	}
+	/* everything back (LeakSanitizer fails an ASan build's run otherwise,
+	 * and tests/check_server_restart.sh runs this client) */
+	for (int t = 0; t < threads; t++) {
+		for (int i = 0; i < loops[t].nconns; i++)
+			close(loops[t].c[i].fd);
+		free(loops[t].c);
+		free(loops[t].hist);
+	}
+	free(loops);
+	free(hist);
+	free(payload);
 	return 0;
 }
