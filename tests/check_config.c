@@ -774,22 +774,16 @@ static void *ns_a(void *arg)
 
 static const int ns_workers[] = { 1, 2 };
 
-START_TEST(local_wake_next_slot)
+/* One run of the scenario, every thread pinned to worker 0; the ranks
+ * are in nsx afterwards. Context: the test's OS thread. */
+static void ns_run(void)
 {
 	weft_thread_t th[3], a_th;   /* C, D, B */
-	int rank_a, rank_b, rank_c, rank_d;
-	uint64_t next_slot;
 	weft_attr_t a;
 
 	memset(&nsx, 0, sizeof(nsx));
 	for (int i = 0; i < NS_N; i++)
 		atomic_store(&nsx.rank[i], -1);
-	wt_init_workers(ns_workers[_i]);
-	if (weft_feature("RANDOMIZE") == 1) {
-		printf("SKIP config/local_wake_next_slot: RANDOMIZE shuffles next-slot use\n");
-		wt_shutdown();
-		return;
-	}
 	weft_attr_init(&a);
 	a.worker = 0;
 	ck_assert_int_eq(weft_spawn(&th[2], ns_b, NULL, &a), 0);
@@ -801,6 +795,20 @@ START_TEST(local_wake_next_slot)
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(weft_join(th[i], NULL), 0);
 	wt_assert_no_failure();
+}
+
+START_TEST(local_wake_next_slot)
+{
+	int rank_a, rank_b, rank_c, rank_d;
+	uint64_t next_slot;
+
+	wt_init_workers(ns_workers[_i]);
+	if (weft_feature("RANDOMIZE") == 1) {
+		printf("SKIP config/local_wake_next_slot: RANDOMIZE shuffles next-slot use\n");
+		wt_shutdown();
+		return;
+	}
+	ns_run();
 	rank_a = atomic_load(&nsx.rank[NS_A]);
 	rank_b = atomic_load(&nsx.rank[NS_B]);
 	rank_c = atomic_load(&nsx.rank[NS_C]);
@@ -829,15 +837,11 @@ START_TEST(randomize_shuffles_next_slot)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 	int first = 0, later = 0;
-	weft_attr_t a;
 
-	/* Pinned, as in local_wake_next_slot: a publish for thieves (under
-	 * NO_MAILBOX the OS thread's locked insert asks for one while the
-	 * worker idles) moves unpinned threads to the public ring, which is
-	 * popped first, and put B and A ahead of the pinned C and D whatever
-	 * the next slot did */
-	weft_attr_init(&a);
-	a.worker = 0;
+	/* ns_run pins every thread: a publish for thieves (under NO_MAILBOX
+	 * the OS thread's locked insert asks for one while the worker idles)
+	 * moves unpinned threads to the public ring, which is popped first,
+	 * and put B and A ahead of C and D whatever the next slot did */
 	cfg.workers = 1;
 	cfg.features = "RANDOMIZE";
 	ck_assert_int_eq(weft_init(&cfg), 0);
@@ -846,23 +850,12 @@ START_TEST(randomize_shuffles_next_slot)
 		return;   /* nothing to shuffle */
 	}
 	for (int round = 0; round < 40; round++) {
-		weft_thread_t th[3], a_th;
-
-		memset(&nsx, 0, sizeof(nsx));
-		for (int i = 0; i < NS_N; i++)
-			atomic_store(&nsx.rank[i], -1);
-		ck_assert_int_eq(weft_spawn(&th[2], ns_b, NULL, &a), 0);
-		WAIT_OS(atomic_load(&nsx.b_parked));
-		ck_assert_int_eq(weft_spawn(&a_th, ns_a, th, &a), 0);
-		ck_assert_int_eq(weft_join(a_th, NULL), 0);
-		for (int i = 0; i < 3; i++)
-			ck_assert_int_eq(weft_join(th[i], NULL), 0);
+		ns_run();
 		if (atomic_load(&nsx.rank[NS_B]) == 0)
 			first++;
 		else
 			later++;
 	}
-	wt_assert_no_failure();
 	ck_assert_msg(first > 0 && later > 0, "B first in %d of 40 rounds", first);
 	wt_shutdown();
 }

@@ -1085,10 +1085,24 @@ END_TEST
  * memory needs the address space. */
 #include <sys/resource.h>
 
-static void *ss_ret(void *arg)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+/* Limit the address space to what is mapped now plus 1 MiB, so that no
+ * new stack of 8 MiB fits; the previous limit goes to *old. */
+static void ss_limit_as(struct rlimit *old)
 {
-	return arg;
+	struct rlimit lim;
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+	fclose(f);
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, old), 0);
+	lim = *old;
+	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
 }
+#endif
 
 START_TEST(stack_shortage_eagain)
 {
@@ -1096,15 +1110,13 @@ START_TEST(stack_shortage_eagain)
 	return;
 #else
 	enum { SS_WAIT_MAX = 64 };
-	struct rlimit old, lim;
+	struct rlimit old;
 	weft_thread_t warm[8], a, b, waiting[SS_WAIT_MAX];
 	int nwait = 0;
 	weft_attr_t big;
-	unsigned long pages = 0;
 	int rc = 0;
 	weft_time_t end;
 	void *r = NULL;
-	FILE *f;
 
 	if (WT_ON_VALGRIND())
 		return;
@@ -1112,26 +1124,19 @@ START_TEST(stack_shortage_eagain)
 	/* TCBs in the cache, so that a spawn below needs no new memory but
 	 * its stack (a size nothing has used: a fresh mapping) */
 	for (int i = 0; i < 8; i++)
-		ck_assert_int_eq(weft_spawn(&warm[i], ss_ret, NULL, NULL), 0);
+		ck_assert_int_eq(weft_spawn(&warm[i], ret_arg, NULL, NULL), 0);
 	for (int i = 0; i < 8; i++)
 		ck_assert_int_eq(weft_join(warm[i], NULL), 0);
 	weft_attr_init(&big);
 	big.stack_size = 8u << 20;
-	f = fopen("/proc/self/statm", "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
-	fclose(f);
-	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
-	lim = old;
-	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
-	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+	ss_limit_as(&old);
 
-	ck_assert_int_eq(weft_spawn(&a, ss_ret, (void *)1, &big), 0);
+	ck_assert_int_eq(weft_spawn(&a, ret_arg, (void *)1, &big), 0);
 	/* Spawns succeed until the worker has tried a's stack and failed;
 	 * those threads wait as a does */
 	end = weft_now_ns() + 2000000000ull;
 	while (nwait < SS_WAIT_MAX && weft_now_ns() < end) {
-		rc = weft_spawn(&waiting[nwait], ss_ret, (void *)2, &big);
+		rc = weft_spawn(&waiting[nwait], ret_arg, (void *)2, &big);
 		if (rc)
 			break;
 		nwait++;
@@ -1144,7 +1149,7 @@ START_TEST(stack_shortage_eagain)
 	ck_assert_ptr_eq(r, (void *)1);
 	for (int i = 0; i < nwait; i++)
 		ck_assert_int_eq(weft_join(waiting[i], NULL), 0);
-	ck_assert_int_eq(weft_spawn(&b, ss_ret, (void *)2, &big), 0);
+	ck_assert_int_eq(weft_spawn(&b, ret_arg, (void *)2, &big), 0);
 	ck_assert_int_eq(weft_join(b, &r), 0);
 	ck_assert_ptr_eq(r, (void *)2);
 	wt_shutdown();
@@ -1158,6 +1163,7 @@ END_TEST
  * them failed to map one on worker 1. A flag set on a failed mapping and
  * cleared by a mapping or a free stayed set here and refused every spawn
  * (found by review, reproduced 5 of 5). */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 static _Atomic int sc_running, sc_release;
 
 static void *sc_longlived(void *arg)
@@ -1184,17 +1190,16 @@ static void *sc_spawner(void *arg)
 		weft_yield();
 	return NULL;
 }
+#endif
 
 START_TEST(stack_shortage_clears)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	return;
 #else
-	struct rlimit old, lim;
+	struct rlimit old;
 	weft_thread_t t[4], sp, x;
 	weft_attr_t big, sa;
-	unsigned long pages = 0;
-	FILE *f;
 	int rc;
 
 	if (WT_ON_VALGRIND())
@@ -1214,18 +1219,11 @@ START_TEST(stack_shortage_clears)
 		weft_attr_t at = big;
 
 		at.worker = 0;
-		ck_assert_int_eq(weft_spawn(&t[i], ss_ret, NULL, &at), 0);
+		ck_assert_int_eq(weft_spawn(&t[i], ret_arg, NULL, &at), 0);
 	}
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(weft_join(t[i], NULL), 0);
-	f = fopen("/proc/self/statm", "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
-	fclose(f);
-	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
-	lim = old;
-	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
-	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+	ss_limit_as(&old);
 	weft_attr_init(&sa);
 	sa.worker = 1;
 	ck_assert_int_eq(weft_spawn(&sp, sc_spawner, &big, &sa), 0);
@@ -1235,7 +1233,7 @@ START_TEST(stack_shortage_clears)
 	ck_assert_int_eq(atomic_load(&sc_running), 2);
 	/* nobody waits for a stack now, and none was freed: a spawn that
 	 * needs a new one works */
-	rc = weft_spawn(&x, ss_ret, (void *)3, NULL);
+	rc = weft_spawn(&x, ret_arg, (void *)3, NULL);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(weft_join(x, NULL), 0);
 	atomic_store(&sc_release, 1);
