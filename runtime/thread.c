@@ -446,20 +446,22 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t = wft_tcb_alloc(w);
 	if (!t)
 		return EAGAIN;
-	/* relaxed: a gate, not a synchronisation (worker.c "Stack
-	 * shortage"); a TCB that kept a stack of the right kind needs none */
-	if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters, memory_order_relaxed) > 0) &&
-	    !(t->stack && t->stack_size == ss && t->guard == guard)) {
-		wft_tcb_release(w, t);
-		return EAGAIN;
+	/* A cached TCB may keep its last stack; it serves if it fits */
+	if (!t->stack || t->stack_size != ss || t->guard != guard) {
+		/* relaxed: a gate, not a synchronisation (worker.c "Stack
+		 * shortage") */
+		if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters, memory_order_relaxed) > 0)) {
+			wft_tcb_release(w, t);
+			return EAGAIN;
+		}
+		if (t->stack)
+			wft_stack_release(w, t);   /* only cached TCBs hold one: w is set */
 	}
 
 	t->fpenv = wft_fpenv_get();
 	t->fn = fn;
 	t->arg = arg;
 	t->ret = NULL;
-	if (t->stack && (t->stack_size != ss || t->guard != guard))
-		wft_stack_release(w, t);   /* only cached TCBs hold one: w is set */
 	t->stack_size = ss;
 	t->guard = guard;
 	t->keep_stack = 0;
@@ -949,7 +951,9 @@ weft_time_t weft_now_ns(void)
 
 int weft_sleep_until(weft_time_t deadline)
 {
-	if (!wft_thread_self()) {
+	struct weft_thread *self = wft_thread_self();
+
+	if (!self) {
 		struct timespec ts = {
 			(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)
 		};
@@ -959,7 +963,6 @@ int weft_sleep_until(weft_time_t deadline)
 		return 0;
 	}
 	{
-		struct weft_thread *self = wft_thread_self();
 		bool unparked = false;
 
 		/* An unpark during a sleep (or pending at its start) does not

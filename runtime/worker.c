@@ -367,6 +367,7 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 	if (!next->stack && wft_stack_alloc(w, next)) {
 		if (!next->stack_wait) {
 			next->stack_wait = true;
+			/* relaxed: a count that only gates spawns (above) */
 			atomic_fetch_add_explicit(&wft_stack_waiters, 1, memory_order_relaxed);
 		}
 		wft_runq_push_owner(w, next);
@@ -374,6 +375,7 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 	}
 	if (wft_unlikely(next->stack_wait)) {
 		next->stack_wait = false;
+		/* relaxed: as the increment */
 		atomic_fetch_sub_explicit(&wft_stack_waiters, 1, memory_order_relaxed);
 	}
 	wft_san_stack_fresh(wft_stack_lo(next), wft_stack_len(next));
@@ -408,7 +410,8 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	while (wft_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
 		wft_cpu_relax();
 	/* only a runnable thread is dispatched (a waker's or the spawn's
-	 * RUNNABLE, or the yielder's own) and never the one switching away */
+	 * RUNNABLE, or the yielder's own) and never the one switching away.
+	 * relaxed: the queue that handed us next ordered its state */
 	WFT_ASSERT(next != cur && w->prev == NULL &&
 		   atomic_load_explicit(&next->state, memory_order_relaxed) == WFT_T_RUNNABLE);
 	/* relaxed: read by mutex spinners as a hint */
