@@ -199,6 +199,17 @@ void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
 		stack_unmap(&e);
 }
 
+/* Hand w's cached stacks to the pool, for a thread that waits for a
+ * stack on another worker (worker.c "Stack shortage"); what the pool has
+ * no room for stays. Context: w's owner. */
+void wft_stack_share(struct wft_worker *w)
+{
+	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
+
+	while (w->nstacks > 0 && pool_put(&cache[w->nstacks - 1]))
+		w->nstacks--;
+}
+
 void wft_stack_pool_trim(void)
 {
 	struct stack_entry *out;

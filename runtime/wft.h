@@ -281,6 +281,8 @@ void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
  * (worker.c "Stack shortage"): while any does, weft_spawn returns EAGAIN
  * for a thread that would need a new stack. */
 extern _Atomic long wft_stack_waiters;
+/* Hand w's cached stacks to the global pool (stack.c). Owner worker. */
+void wft_stack_share(struct wft_worker *w);
 /* Unmap cached stacks down to keep. Owner worker or teardown. */
 void wft_stack_trim(struct wft_worker *w, unsigned keep);
 /* Unmap every stack in the global overflow pool (stack.c). Context: any

@@ -188,10 +188,24 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 		maybe_wake_idle(w, true, 0);
 }
 
+/* While some thread waits for a stack, give it the ones w has cached: the
+ * waiter's worker finds them in the pool when it retries ("Stack
+ * shortage" below). Called at every pick (a worker picks before it
+ * parks). Owner worker. */
+static inline __attribute__((always_inline)) void stack_offer(struct wft_worker *w)
+{
+	/* relaxed: a hint read on every pick; a stale 0 delays the offer to
+	 * a later pick, a stale count costs one pool round */
+	if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters, memory_order_relaxed) > 0) &&
+	    w->nstacks > 0)
+		wft_stack_share(w);
+}
+
 /* A pick's side work: drain the mailbox, reap io_uring completions, fire
- * due timers, answer a thief. force (the direct switches' periodic call,
- * see "Direct switches") does the I/O and timer checks without waiting
- * for their tick. */
+ * due timers, answer a thief, offer cached stacks to a thread waiting for
+ * one. force (the direct switches' periodic call, see "Direct
+ * switches") does the I/O and timer checks without waiting for their
+ * tick. */
 static inline __attribute__((always_inline)) void side_work(struct wft_worker *w, bool force)
 {
 	if (wft_unlikely(!wft_mailbox_empty(&w->mailbox)))
@@ -213,6 +227,7 @@ static inline __attribute__((always_inline)) void side_work(struct wft_worker *w
 	/* relaxed: a thief's hint, see answer_split_req() */
 	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)))
 		answer_split_req(w);
+	stack_offer(w);
 }
 
 /*
@@ -354,8 +369,15 @@ static inline __attribute__((always_inline)) void make_start_ctx(struct weft_thr
  * cached stack elsewhere, refusing spawns with nobody waiting: found by
  * review.) relaxed: a count that only gates spawns; the increment and the
  * decrement are RMWs, so the count is exact.
+ *
+ * The stack a waiter needs may sit in another worker's cache, which only
+ * its owner touches. While the count is not 0, every worker hands its
+ * cached stacks to the global pool at its next pick (stack_offer), and
+ * the waiter's retry looks there. Before, a waiter pinned to its worker,
+ * or on a worker whose peers were busy and never stole, waited until
+ * memory was freed (CI, NO_IDLE_SPIN: a 3 s wait).
  */
-_Atomic long wft_stack_waiters;
+_Atomic long wft_stack_waiters wft_cacheline_aligned;
 
 /*
  * Give a thread that never ran its stack and initial context: the rare

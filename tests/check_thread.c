@@ -1244,6 +1244,80 @@ START_TEST(stack_shortage_clears)
 }
 END_TEST
 
+/* A thread that cannot map a stack gets one a busy peer has cached:
+ * worker 0 keeps four big stacks in its cache and never idles (a pinned
+ * thread yields there), the waiter is pinned to worker 1, so no steal
+ * can help. The peer hands its cache to the shared pool while a thread
+ * waits for a stack. Before, the waiter waited until memory was freed:
+ * in CI (NO_IDLE_SPIN) stack_shortage_clears waited 3 s this way and
+ * failed. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+static _Atomic int pc_stop;
+
+static void *pc_busy(void *arg)
+{
+	weft_time_t end = weft_now_ns() + 10000000000ull;
+
+	while (!atomic_load(&pc_stop) && weft_now_ns() < end)
+		weft_yield();
+	return arg;
+}
+#endif
+
+START_TEST(stack_shortage_peer_cache)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return;
+#else
+	struct rlimit old;
+	weft_thread_t t[4], busy, w;
+	weft_attr_t big, at;
+	weft_stats_t st;
+	void *r = NULL;
+	int rc;
+
+	if (WT_ON_VALGRIND())
+		return;
+	wt_init_workers(2);
+	atomic_store(&pc_stop, 0);
+	weft_attr_init(&big);
+	big.stack_size = 8u << 20;
+	at = big;
+	at.worker = 0;
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], ret_arg, NULL, &at), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	weft_attr_init(&at);
+	at.worker = 0;
+	ck_assert_int_eq(weft_spawn(&busy, pc_busy, NULL, &at), 0);
+	ss_limit_as(&old);
+	at = big;
+	at.worker = 1;
+	rc = weft_spawn(&w, ret_arg, (void *)5, &at);
+	if (rc == 0) {
+		weft_time_t end = weft_now_ns() + 3000000000ull;
+
+		/* done = it ran, on a stack it could only get from the pool */
+		for (;;) {
+			ck_assert_int_eq(weft_stats_get(&st), 0);
+			if (st.exits >= 5 || weft_now_ns() >= end)
+				break;
+			usleep(1000);
+		}
+	}
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_ge(st.exits, 5);
+	ck_assert_int_eq(weft_join(w, &r), 0);
+	ck_assert_ptr_eq(r, (void *)5);
+	atomic_store(&pc_stop, 1);
+	ck_assert_int_eq(weft_join(busy, NULL), 0);
+	wt_shutdown();
+#endif
+}
+END_TEST
+
 static Suite *thread_suite(void)
 {
 	Suite *s = suite_create("thread");
@@ -1277,6 +1351,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, fault_direct_join);
 	tcase_add_test(tc, stack_shortage_eagain);
 	tcase_add_test(tc, stack_shortage_clears);
+	tcase_add_test(tc, stack_shortage_peer_cache);
 	tcase_add_loop_test(tc, racing_joiners, 0, 2);
 	tcase_add_test(tc, os_joiner_keeps_claim);
 	return s;
