@@ -1161,50 +1161,30 @@ END_TEST
  * selects {recv on c, send on d}. Every round exactly one of the two
  * channels carries a value. Checks that a select can claim a select. */
 struct duel {
-	weft_chan_t *c, *d;
+	weft_chan_t *send, *recv;   /* this side's cases: send here, receive there */
 	int rounds;
-	long a_sent, a_recvd, b_sent, b_recvd;
+	long sent, recvd;
 };
 
-static void *duel_a(void *p)
+/* One side: select {send on u->send, recv on u->recv}, u->rounds times;
+ * what it receives counts up from 0 (the peer sends 0, 1, ...). */
+static void *duel_side(void *p)
 {
 	struct duel *u = p;
 	long out = 0, in;
 
 	for (int i = 0; i < u->rounds; i++) {
-		weft_chan_case_t cs[2] = { { u->c, WEFT_CHAN_SEND, &out },
-					   { u->d, WEFT_CHAN_RECV, &in } };
+		weft_chan_case_t cs[2] = { { u->send, WEFT_CHAN_SEND, &out },
+					   { u->recv, WEFT_CHAN_RECV, &in } };
 		size_t chosen = 9;
 
 		WT_CHECK(weft_chan_select(cs, 2, &chosen, WEFT_TIME_INFINITE) == 0);
 		if (chosen == 0) {
-			u->a_sent++;
+			u->sent++;
 			out++;
 		} else {
-			WT_CHECK(chosen == 1 && in == u->a_recvd);
-			u->a_recvd++;
-		}
-	}
-	return NULL;
-}
-
-static void *duel_b(void *p)
-{
-	struct duel *u = p;
-	long out = 0, in;
-
-	for (int i = 0; i < u->rounds; i++) {
-		weft_chan_case_t cs[2] = { { u->d, WEFT_CHAN_SEND, &out },
-					   { u->c, WEFT_CHAN_RECV, &in } };
-		size_t chosen = 9;
-
-		WT_CHECK(weft_chan_select(cs, 2, &chosen, WEFT_TIME_INFINITE) == 0);
-		if (chosen == 0) {
-			u->b_sent++;
-			out++;
-		} else {
-			WT_CHECK(chosen == 1 && in == u->b_recvd);
-			u->b_recvd++;
+			WT_CHECK(chosen == 1 && in == u->recvd);
+			u->recvd++;
 		}
 	}
 	return NULL;
@@ -1213,20 +1193,21 @@ static void *duel_b(void *p)
 /* _i: 0 = both weft, 1 = A is an OS thread, 2 = both OS threads. */
 START_TEST(test_select_duel)
 {
-	struct duel u = { mkchan(sizeof(long), 0), mkchan(sizeof(long), 0), 5000, 0, 0, 0, 0 };
+	weft_chan_t *c = mkchan(sizeof(long), 0), *d = mkchan(sizeof(long), 0);
+	struct duel ua = { c, d, 5000, 0, 0 }, ub = { d, c, 5000, 0, 0 };
 	struct runner a, b;
 
 	wt_init_workers(2);
-	run_start(&a, _i >= 1, duel_a, &u);
-	run_start(&b, _i >= 2, duel_b, &u);
+	run_start(&a, _i >= 1, duel_side, &ua);
+	run_start(&b, _i >= 2, duel_side, &ub);
 	run_join(&a);
 	run_join(&b);
 	wt_assert_no_failure();
-	ck_assert_int_eq(u.a_sent, u.b_recvd);
-	ck_assert_int_eq(u.b_sent, u.a_recvd);
-	ck_assert_int_eq(u.a_sent + u.a_recvd, u.rounds);
-	destroy_ok(u.c);
-	destroy_ok(u.d);
+	ck_assert_int_eq(ua.sent, ub.recvd);
+	ck_assert_int_eq(ub.sent, ua.recvd);
+	ck_assert_int_eq(ua.sent + ua.recvd, ua.rounds);
+	destroy_ok(c);
+	destroy_ok(d);
 	rt_stop();
 }
 END_TEST
