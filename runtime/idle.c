@@ -525,6 +525,15 @@ void wft_idle_kick(struct wft_worker *w)
 		wft_futex_wake(&w->sleep, 1);
 }
 
+/* A rare event concerns every worker (a thread waits for a stack: worker.c
+ * "Stack shortage"): wake the ones that sleep, so that they pick. */
+void wft_idle_kick_peers(struct wft_worker *self)
+{
+	for (int i = 0; i < wft_rt.nworkers; i++)
+		if (wft_rt.workers[i] != self)
+			wft_idle_kick(wft_rt.workers[i]);
+}
+
 void wft_idle_kick_force(struct wft_worker *w)
 {
 	/* seq_cst: stop/shutdown path; must not be lost either */

@@ -206,6 +206,10 @@ void wft_stack_share(struct wft_worker *w)
 {
 	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
 
+	/* relaxed: a hint; full, the pool would refuse under its lock at
+	 * every pick while the shortage lasts */
+	if (atomic_load_explicit(&npool_hint, memory_order_relaxed) >= STACK_POOL_MAX)
+		return;
 	while (w->nstacks > 0 && pool_put(&cache[w->nstacks - 1]))
 		w->nstacks--;
 }

@@ -450,7 +450,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	if (!t->stack || t->stack_size != ss || t->guard != guard) {
 		/* relaxed: a gate, not a synchronisation (worker.c "Stack
 		 * shortage") */
-		if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters, memory_order_relaxed) > 0)) {
+		if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters.n, memory_order_relaxed) > 0)) {
 			wft_tcb_release(w, t);
 			return EAGAIN;
 		}

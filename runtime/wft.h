@@ -279,9 +279,16 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
 void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
 /* Threads that could not get a stack at their first run and wait for one
  * (worker.c "Stack shortage"): while any does, weft_spawn returns EAGAIN
- * for a thread that would need a new stack. */
-extern _Atomic long wft_stack_waiters;
-/* Hand w's cached stacks to the global pool (stack.c). Owner worker. */
+ * for a thread that would need a new stack. Alone on its line: every pick
+ * of every worker reads it (aligning the variable alone let io.c's
+ * wait_hint, written on hot I/O calls, share its line: found by review). */
+struct wft_padded_count {
+	_Atomic long n;
+	char pad[WFT_CACHELINE - sizeof(long)];
+} wft_cacheline_aligned;
+extern struct wft_padded_count wft_stack_waiters;
+/* Hand w's cached stacks to the global pool (stack.c), unless it is full.
+ * Owner worker. */
 void wft_stack_share(struct wft_worker *w);
 /* Unmap cached stacks down to keep. Owner worker or teardown. */
 void wft_stack_trim(struct wft_worker *w, unsigned keep);
@@ -652,6 +659,7 @@ struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *sel
 
 /* Idle protocol (runtime/idle.c). */
 void wft_idle_kick(struct wft_worker *w);     /* wake w if it announced idle */
+void wft_idle_kick_peers(struct wft_worker *self); /* kick every other parked worker */
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
 /* wake_one, preferring a worker parked without the idle tick (deep). */
 void wft_idle_wake_deep(struct wft_worker *self);

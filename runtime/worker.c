@@ -188,17 +188,28 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 		maybe_wake_idle(w, true, 0);
 }
 
+/* The rare half of stack_offer: the stacks that cached TCBs keep (thread.c
+ * "Stacks that stay with their TCB") go to the stack cache first, then
+ * the cache to the pool. */
+static __attribute__((noinline)) void stack_offer_slow(struct wft_worker *w)
+{
+	wft_tcb_cache_drop_stacks(w);
+	wft_stack_share(w);
+}
+
 /* While some thread waits for a stack, give it the ones w has cached: the
  * waiter's worker finds them in the pool when it retries ("Stack
  * shortage" below). Called at every pick (a worker picks before it
- * parks). Owner worker. */
+ * parks; one that was parked already is kicked). Owner worker. */
 static inline __attribute__((always_inline)) void stack_offer(struct wft_worker *w)
 {
-	/* relaxed: a hint read on every pick; a stale 0 delays the offer to
-	 * a later pick, a stale count costs one pool round */
-	if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters, memory_order_relaxed) > 0) &&
-	    w->nstacks > 0)
-		wft_stack_share(w);
+	/* relaxed: a hint read on every pick. A stale 0 delays the offer to
+	 * a later pick (the increment's kick makes sure a parked peer has
+	 * one); a stale count gives this cache to the pool needlessly (it
+	 * comes back through pool_get on a cache miss) */
+	if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters.n, memory_order_relaxed) > 0) &&
+	    (w->nstacks > 0 || w->ntcb_stacked > 0))
+		stack_offer_slow(w);
 }
 
 /* A pick's side work: drain the mailbox, reap io_uring completions, fire
@@ -370,14 +381,19 @@ static inline __attribute__((always_inline)) void make_start_ctx(struct weft_thr
  * review.) relaxed: a count that only gates spawns; the increment and the
  * decrement are RMWs, so the count is exact.
  *
- * The stack a waiter needs may sit in another worker's cache, which only
- * its owner touches. While the count is not 0, every worker hands its
- * cached stacks to the global pool at its next pick (stack_offer), and
- * the waiter's retry looks there. Before, a waiter pinned to its worker,
- * or on a worker whose peers were busy and never stole, waited until
- * memory was freed (CI, NO_IDLE_SPIN: a 3 s wait).
+ * The stack a waiter needs may sit in another worker's cache (or with one
+ * of its cached TCBs), which only its owner touches. While the count is
+ * not 0, every worker hands its cached stacks to the global pool at its
+ * next pick (stack_offer), a waiter's first failure kicks the parked
+ * workers so that they pick too, and the waiter's retry looks in the
+ * pool. Before, a waiter pinned to its worker, or on a worker whose peers
+ * were busy and never stole, or parked, waited until memory was freed
+ * (tests thread/stack_shortage_peer_cache; the last two cases were found
+ * by review). Not covered: a pool already full of stacks of other sizes
+ * (STACK_POOL_MAX of them) takes no more, and the waiter waits for a
+ * free or a mapping as before.
  */
-_Atomic long wft_stack_waiters wft_cacheline_aligned;
+struct wft_padded_count wft_stack_waiters;
 
 /*
  * Give a thread that never ran its stack and initial context: the rare
@@ -390,7 +406,10 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 		if (!next->stack_wait) {
 			next->stack_wait = true;
 			/* relaxed: a count that only gates spawns (above) */
-			atomic_fetch_add_explicit(&wft_stack_waiters, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&wft_stack_waiters.n, 1, memory_order_relaxed);
+			/* peers parked before we waited never pick: wake them
+			 * so that they offer their caches (stack_offer) */
+			wft_idle_kick_peers(w);
 		}
 		wft_runq_push_owner(w, next);
 		return false;
@@ -398,7 +417,7 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 	if (wft_unlikely(next->stack_wait)) {
 		next->stack_wait = false;
 		/* relaxed: as the increment */
-		atomic_fetch_sub_explicit(&wft_stack_waiters, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&wft_stack_waiters.n, 1, memory_order_relaxed);
 	}
 	wft_san_stack_fresh(wft_stack_lo(next), wft_stack_len(next));
 	if (WFT_TSAN && !next->san_fiber)
@@ -793,7 +812,8 @@ static void *worker_main(void *arg)
 	atomic_fetch_add_explicit(&wft_rt.nready, 1, memory_order_release);
 	wft_futex_wake(&wft_rt.nready, 1);
 
-	/* relaxed: stop flag, re-read every round; the kick wakes a sleeper */
+	/* acquire: the stop flag, re-read every round (shutdown's writes
+	 * before it are seen here); the kick wakes a sleeper */
 	while (!atomic_load_explicit(&wft_rt.stopping, memory_order_acquire)) {
 		struct weft_thread *t = pick(w);
 

@@ -1260,13 +1260,18 @@ START_TEST(stack_shortage_clears)
 }
 END_TEST
 
-/* A thread that cannot map a stack gets one a busy peer has cached:
- * worker 0 keeps four big stacks in its cache and never idles (a pinned
- * thread yields there), the waiter is pinned to worker 1, so no steal
- * can help. The peer hands its cache to the shared pool while a thread
- * waits for a stack. Before, the waiter waited until memory was freed:
- * in CI (NO_IDLE_SPIN) stack_shortage_clears waited 3 s this way and
- * failed. */
+/* A thread that cannot map a stack gets one that another worker holds,
+ * wherever it holds it. The waiter is pinned to worker 1 (no steal can
+ * help) and worker 0 has the only big stacks:
+ *   _i = 0  in its stack cache, while a pinned thread keeps it busy (it
+ *           never idles, so it never steals);
+ *   _i = 1  with its cached TCBs (detached threads keep their stack,
+ *           thread.c "Stacks that stay with their TCB"), busy as in 0;
+ *   _i = 2  in its stack cache while it sleeps (parked deep, no tick).
+ * While a thread waits for a stack, every worker hands what it holds to
+ * the shared pool at its next pick, and the waiter's first failure kicks
+ * the parked ones. Before, the waiter waited until memory was freed:
+ * case 0 failed 3 of 3 runs; cases 1 and 2 were found by review. */
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 static _Atomic int pc_stop;
 
@@ -1278,6 +1283,23 @@ static void *pc_busy(void *arg)
 		weft_yield();
 	return arg;
 }
+
+/* Wait until n threads have exited (the stats count exits at the exit
+ * switch), at most ns. Returns whether they did. */
+static bool pc_wait_exits(uint64_t n, weft_time_t ns)
+{
+	weft_time_t end = weft_now_ns() + ns;
+	weft_stats_t st;
+
+	for (;;) {
+		ck_assert_int_eq(weft_stats_get(&st), 0);
+		if (st.exits >= n)
+			return true;
+		if (weft_now_ns() >= end)
+			return false;
+		usleep(1000);
+	}
+}
 #endif
 
 START_TEST(stack_shortage_peer_cache)
@@ -1288,47 +1310,51 @@ START_TEST(stack_shortage_peer_cache)
 	struct rlimit old;
 	weft_thread_t t[4], busy, w;
 	weft_attr_t big, at;
-	weft_stats_t st;
 	void *r = NULL;
+	bool ran = false;
 	int rc;
 
 	if (WT_ON_VALGRIND())
 		return;
 	wt_init_workers(2);
 	atomic_store(&pc_stop, 0);
+	atomic_store(&sc_warm, 0);
+	if (_i != 2) {
+		weft_attr_init(&at);
+		at.worker = 0;
+		ck_assert_int_eq(weft_spawn(&busy, pc_busy, NULL, &at), 0);
+	}
+	/* four big stacks on worker 0: four threads alive at once */
 	weft_attr_init(&big);
 	big.stack_size = 8u << 20;
 	at = big;
 	at.worker = 0;
+	at.detached = _i == 1;
 	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(weft_spawn(&t[i], ret_arg, NULL, &at), 0);
-	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(weft_join(t[i], NULL), 0);
-	weft_attr_init(&at);
-	at.worker = 0;
-	ck_assert_int_eq(weft_spawn(&busy, pc_busy, NULL, &at), 0);
+		ck_assert_int_eq(weft_spawn(at.detached ? NULL : &t[i], sc_warmup,
+					    (void *)(intptr_t)4, &at), 0);
+	if (at.detached)
+		ck_assert(pc_wait_exits(4, 5000000000ull));
+	else
+		for (int i = 0; i < 4; i++)
+			ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	if (_i == 2)
+		usleep(100000);   /* both workers park deep (nothing ticks) */
 	ss_limit_as(&old);
 	at = big;
 	at.worker = 1;
 	rc = weft_spawn(&w, ret_arg, (void *)5, &at);
-	if (rc == 0) {
-		weft_time_t end = weft_now_ns() + 3000000000ull;
-
-		/* done = it ran, on a stack it could only get from the pool */
-		for (;;) {
-			ck_assert_int_eq(weft_stats_get(&st), 0);
-			if (st.exits >= 5 || weft_now_ns() >= end)
-				break;
-			usleep(1000);
-		}
-	}
+	if (rc == 0)   /* it ran, on a stack it could only get from the pool */
+		ran = pc_wait_exits(5, 3000000000ull);
 	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
 	ck_assert_int_eq(rc, 0);
-	ck_assert_uint_ge(st.exits, 5);
+	ck_assert_msg(ran, "the waiter did not run within 3 s");
 	ck_assert_int_eq(weft_join(w, &r), 0);
 	ck_assert_ptr_eq(r, (void *)5);
-	atomic_store(&pc_stop, 1);
-	ck_assert_int_eq(weft_join(busy, NULL), 0);
+	if (_i != 2) {
+		atomic_store(&pc_stop, 1);
+		ck_assert_int_eq(weft_join(busy, NULL), 0);
+	}
 	wt_shutdown();
 #endif
 }
@@ -1367,7 +1393,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, fault_direct_join);
 	tcase_add_test(tc, stack_shortage_eagain);
 	tcase_add_test(tc, stack_shortage_clears);
-	tcase_add_test(tc, stack_shortage_peer_cache);
+	tcase_add_loop_test(tc, stack_shortage_peer_cache, 0, 3);
 	tcase_add_loop_test(tc, racing_joiners, 0, 2);
 	tcase_add_test(tc, os_joiner_keeps_claim);
 	return s;
