@@ -1076,6 +1076,45 @@ START_TEST(parked_20k_guarded)
 }
 END_TEST
 
+/* Stack caches are bounded and trimmed while the runtime runs: a burst
+ * of threads alive at once leaves its stacks cached (at most 64 on the
+ * worker, the rest in the overflow pool, runtime/stack.c); once the worker
+ * has been idle for the trim bound (10 ms, idle.c "Cache trim") it keeps
+ * 8, and the pool is emptied because every worker sleeps. Counts
+ * mappings (or, under TSan and Valgrind, stacks: see count_maps). */
+START_TEST(stack_cache_trimmed_when_idle)
+{
+	enum { BURST = 200, KEPT_MAX = 16 };
+	weft_thread_t *ts = calloc(BURST, sizeof(*ts));
+	weft_time_t end;
+	int after_join, now = 0;
+
+	ck_assert_ptr_nonnull(ts);
+	atomic_store(&nparked, 0);
+	wt_init_workers(1);
+	for (int i = 0; i < BURST; i++)
+		ck_assert_int_eq(weft_spawn(&ts[i], park_once, NULL, NULL), 0);
+	while (atomic_load(&nparked) < BURST)
+		usleep(1000);
+	for (int i = 0; i < BURST; i++)
+		ck_assert_int_eq(weft_unpark(ts[i]), 0);
+	for (int i = 0; i < BURST; i++)
+		ck_assert_int_eq(weft_join(ts[i], NULL), 0);
+	after_join = count_maps();
+	/* at least one mapping per stack beyond what a parked worker keeps
+	 * goes away, well within 2 s of idling */
+	end = weft_now_ns() + 2000000000ull;
+	do {
+		usleep(5000);
+		now = count_maps();
+	} while (after_join - now < BURST - KEPT_MAX && weft_now_ns() < end);
+	ck_assert_msg(after_join - now >= BURST - KEPT_MAX,
+		      "%d mappings after the joins, %d after idling", after_join, now);
+	wt_shutdown();
+	free(ts);
+}
+END_TEST
+
 /* Stacks that cannot be mapped: with the address space limited
  * (RLIMIT_AS) a spawned thread's first run fails to map its stack; the
  * thread waits and is retried, and later spawns that need a new stack
@@ -1384,6 +1423,7 @@ static Suite *thread_suite(void)
 	tc = wt_tcase(s, "scale", 60);
 	tcase_add_test(tc, million_unstarted);
 	tcase_add_loop_test(tc, parked_20k_guarded, 0, wt_nconfigs);
+	tcase_add_test(tc, stack_cache_trimmed_when_idle);
 
 	tc = wt_tcase(s, "errors", 30);
 	tcase_add_loop_test(tc, bad_input, 0, wt_nconfigs);
