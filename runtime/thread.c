@@ -101,6 +101,14 @@
 #define TCB_CACHE_MAX 512
 
 /* The two hot lines of a TCB (see struct weft_thread in wft.h). */
+_Static_assert(offsetof(struct weft_thread, link) % WFT_CACHELINE == 0,
+	       "the wakers' line of the TCB starts a cache line");
+#if UINTPTR_MAX == 0xffffffffffffffffu
+_Static_assert(offsetof(struct weft_thread, worker) + sizeof(void *) <=
+		       offsetof(struct weft_thread, link) + WFT_CACHELINE &&
+	       offsetof(struct weft_thread, state) > offsetof(struct weft_thread, link),
+	       "a remote wake touches one TCB line (wft.h)");
+#endif
 #if defined(WFT_CTX_X86_64)
 _Static_assert(offsetof(struct weft_thread, link) == 64, "TCB line 1 starts at link");
 _Static_assert(offsetof(struct weft_thread, fpenv) == 128, "TCB lines 0-1 hold the switch path");

@@ -193,9 +193,12 @@ struct weft_thread {
 	 * plus the park commit; exactly 64 bytes on LP64. A remote wake
 	 * moves this one line between CPUs, not two: with state and worker
 	 * on the first line, pingpong_cross measured 415 ns a round trip
-	 * against 389 ns with this layout (medians of 9, same run) --- */
-	struct weft_thread *link;         /* runqueue / mailbox / free-list link; the
-	                                   * queue that holds t owns it */
+	 * against 389 ns with this layout (medians of 9, same run). Aligned:
+	 * where ctx is larger than x86-64's and aarch64's 48 bytes (the
+	 * ucontext build: 1,024) the first line spills over, and unaligned
+	 * this one straddled two lines (link at 1,040, state at 1,092) --- */
+	struct weft_thread *link wft_cacheline_aligned; /* runqueue / mailbox / free-list
+	                                   * link; the queue that holds t owns it */
 	/* Park commit: run by the worker once this thread is off its stack
 	 * (wft_worker_finish_switch), to publish that it parked (join). */
 	void (*park_commit)(struct weft_thread *self, void *arg);
