@@ -471,7 +471,16 @@ park:
 	}
 
 	{
-		weft_time_t trim_at = cache_trim(w, deep);
+		/* The pool goes when every worker sleeps: "deep" says so where
+		 * STEAL counts it; without STEAL nobody counts deep (the tick is
+		 * a steal look), and the pool was never trimmed while the
+		 * runtime ran (test thread/stack_cache_trimmed_when_idle under
+		 * NO_STEAL). relaxed: a hint; a stale count trims a little early
+		 * (the next burst maps again) or at the next idle period */
+		bool all_idle = deep ||
+			(!wft_feat(STEAL) &&
+			 atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) >= wft_rt.nworkers);
+		weft_time_t trim_at = cache_trim(w, all_idle);
 
 		/* Not tick_parked: that flag would survive an io_uring
 		 * completion's wakeup (only a kick clears it) and make the next
