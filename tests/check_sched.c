@@ -295,8 +295,12 @@ END_TEST
 /* Threads unparked from a plain OS thread onto a busy worker must spread
  * to the parked worker: the busy worker notices surplus when it drains its
  * mailbox. (It did not: they ran one after another on their home worker
- * while the other slept - found by review.) */
+ * while the other slept - found by review.) The threads work in 100 us
+ * chunks until the other worker has stolen one of them, or 3 s: a fixed
+ * 16 ms of work was over before the kicked worker's OS thread got a CPU
+ * once in CI, where another suite kept both CPUs busy. */
 enum { SUR_N = 8, SUR_CHUNKS = 40 };
+static _Atomic int sur_stop;
 static weft_thread_t sur_th[SUR_N];
 static int sur_home[SUR_N];
 static _Atomic int sur_parked, sur_go;
@@ -310,7 +314,8 @@ static void *sur_child(void *arg)
 	atomic_fetch_add(&sur_parked, 1);
 	while (!atomic_load(&sur_go))
 		weft_park();
-	for (int k = 0; k < SUR_CHUNKS; k++) {   /* ~100 us of CPU per chunk */
+	/* ~100 us of CPU per chunk; at least SUR_CHUNKS of them */
+	for (int k = 0; k < SUR_CHUNKS || !atomic_load(&sur_stop); k++) {
 		weft_time_t e = weft_now_ns() + 100000;
 
 		while (weft_now_ns() < e)
@@ -329,6 +334,7 @@ START_TEST(surplus_spreads)
 	wt_init_workers(2);
 	atomic_store(&sur_parked, 0);
 	atomic_store(&sur_go, 0);
+	atomic_store(&sur_stop, 0);
 	for (int i = 0; i < SUR_N; i++) {
 		atomic_store(&sur_ranmask[i], 0);
 		ck_assert_int_eq(weft_spawn(&sur_th[i], sur_child, (void *)(intptr_t)i, NULL), 0);
@@ -341,6 +347,17 @@ START_TEST(surplus_spreads)
 	for (int i = 0; i < SUR_N; i++)
 		if (sur_home[i] == 0)
 			ck_assert_int_eq(weft_unpark(sur_th[i]), 0);
+	{
+		weft_time_t end = weft_now_ns() + 3000000000ull;
+		bool moved_one = false;
+
+		while (!moved_one && weft_feature("STEAL") == 1 && weft_now_ns() < end) {
+			usleep(1000);
+			for (int i = 0; i < SUR_N; i++)
+				moved_one |= sur_home[i] == 0 && (atomic_load(&sur_ranmask[i]) & 2);
+		}
+		atomic_store(&sur_stop, 1);
+	}
 	for (int i = 0; i < SUR_N; i++)
 		if (sur_home[i] == 0) {
 			ck_assert_int_eq(weft_join(sur_th[i], NULL), 0);
