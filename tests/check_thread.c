@@ -1220,6 +1220,46 @@ static void *sc_warmup(void *arg)
 	return NULL;
 }
 
+/* Wait until n threads have exited (the stats count exits at the exit
+ * switch), at most ns. Returns whether they did. */
+static bool wait_exits(uint64_t n, weft_time_t ns)
+{
+	weft_time_t end = weft_now_ns() + ns;
+	weft_stats_t st;
+
+	for (;;) {
+		ck_assert_int_eq(weft_stats_get(&st), 0);
+		if (st.exits >= n)
+			return true;
+		if (weft_now_ns() >= end)
+			return false;
+		usleep(1000);
+	}
+}
+
+/* Four stacks of big's size on worker 0, from four threads alive at once
+ * (sc_warmup). detached: they stay with the cached TCBs (thread.c "Stacks
+ * that stay with their TCB"); else this OS thread joins them and they go
+ * to the worker's stack cache. No other thread may have exited yet
+ * (wait_exits counts every exit since init). */
+static void cache_big_stacks(const weft_attr_t *big, bool detached)
+{
+	weft_thread_t t[4];
+	weft_attr_t at = *big;
+
+	atomic_store(&sc_warm, 0);
+	at.worker = 0;
+	at.detached = detached;
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(weft_spawn(detached ? NULL : &t[i], sc_warmup,
+					    (void *)(intptr_t)4, &at), 0);
+	if (detached)
+		ck_assert(wait_exits(4, 5000000000ull));
+	else
+		for (int i = 0; i < 4; i++)
+			ck_assert_int_eq(weft_join(t[i], NULL), 0);
+}
+
 static void *sc_longlived(void *arg)
 {
 	atomic_fetch_add(&sc_running, 1);
@@ -1252,7 +1292,7 @@ START_TEST(stack_shortage_clears)
 	return;
 #else
 	struct rlimit old;
-	weft_thread_t t[4], sp, x;
+	weft_thread_t sp, x;
 	weft_attr_t big, sa;
 	int rc;
 
@@ -1260,24 +1300,16 @@ START_TEST(stack_shortage_clears)
 		return;
 	wt_init_workers(2);
 	if (weft_feature("STEAL") != 1) {
-		/* the waiters get their stacks on worker 0 only by a steal */
+		/* written for the steal path; the pool hand-off without steals
+		 * is stack_shortage_peer_cache's */
 		wt_shutdown();
 		return;
 	}
 	atomic_store(&sc_running, 0);
 	atomic_store(&sc_release, 0);
-	atomic_store(&sc_warm, 0);
 	weft_attr_init(&big);
 	big.stack_size = 8u << 20;
-	/* four big stacks into worker 0's cache: four threads alive at once */
-	for (int i = 0; i < 4; i++) {
-		weft_attr_t at = big;
-
-		at.worker = 0;
-		ck_assert_int_eq(weft_spawn(&t[i], sc_warmup, (void *)(intptr_t)4, &at), 0);
-	}
-	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	cache_big_stacks(&big, false);
 	ss_limit_as(&old);
 	weft_attr_init(&sa);
 	sa.worker = 1;
@@ -1322,23 +1354,6 @@ static void *pc_busy(void *arg)
 		weft_yield();
 	return arg;
 }
-
-/* Wait until n threads have exited (the stats count exits at the exit
- * switch), at most ns. Returns whether they did. */
-static bool pc_wait_exits(uint64_t n, weft_time_t ns)
-{
-	weft_time_t end = weft_now_ns() + ns;
-	weft_stats_t st;
-
-	for (;;) {
-		ck_assert_int_eq(weft_stats_get(&st), 0);
-		if (st.exits >= n)
-			return true;
-		if (weft_now_ns() >= end)
-			return false;
-		usleep(1000);
-	}
-}
 #endif
 
 START_TEST(stack_shortage_peer_cache)
@@ -1347,7 +1362,7 @@ START_TEST(stack_shortage_peer_cache)
 	return;
 #else
 	struct rlimit old;
-	weft_thread_t t[4], busy, w;
+	weft_thread_t busy, w;
 	weft_attr_t big, at;
 	void *r = NULL;
 	bool ran = false;
@@ -1357,26 +1372,14 @@ START_TEST(stack_shortage_peer_cache)
 		return;
 	wt_init_workers(2);
 	atomic_store(&pc_stop, 0);
-	atomic_store(&sc_warm, 0);
 	if (_i != 2) {
 		weft_attr_init(&at);
 		at.worker = 0;
 		ck_assert_int_eq(weft_spawn(&busy, pc_busy, NULL, &at), 0);
 	}
-	/* four big stacks on worker 0: four threads alive at once */
 	weft_attr_init(&big);
 	big.stack_size = 8u << 20;
-	at = big;
-	at.worker = 0;
-	at.detached = _i == 1;
-	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(weft_spawn(at.detached ? NULL : &t[i], sc_warmup,
-					    (void *)(intptr_t)4, &at), 0);
-	if (at.detached)
-		ck_assert(pc_wait_exits(4, 5000000000ull));
-	else
-		for (int i = 0; i < 4; i++)
-			ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	cache_big_stacks(&big, _i == 1);
 	if (_i == 2)
 		usleep(100000);   /* both workers park deep (nothing ticks) */
 	ss_limit_as(&old);
@@ -1384,7 +1387,7 @@ START_TEST(stack_shortage_peer_cache)
 	at.worker = 1;
 	rc = weft_spawn(&w, ret_arg, (void *)5, &at);
 	if (rc == 0)   /* it ran, on a stack it could only get from the pool */
-		ran = pc_wait_exits(5, 3000000000ull);
+		ran = wait_exits(5, 3000000000ull);
 	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_msg(ran, "the waiter did not run within 3 s");
