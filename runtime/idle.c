@@ -303,6 +303,7 @@ static weft_time_t cache_trim(struct wft_worker *w, bool deep)
 	/* our own counter (only this worker writes it) */
 	uint64_t sw = w->stats.switches;
 	weft_time_t now = wft_now();
+	unsigned n;
 
 	if (sw != w->idle_switches || !w->idle_since) {
 		w->idle_switches = sw;
@@ -314,9 +315,10 @@ static weft_time_t cache_trim(struct wft_worker *w, bool deep)
 	if (now - w->idle_since < STACK_TRIM_IDLE_NS)
 		return w->idle_since + STACK_TRIM_IDLE_NS;
 	wft_tcb_cache_drop_stacks(w);
-	wft_stack_trim(w, wft_stack_cache_keep());
+	n = wft_stack_trim(w, wft_stack_cache_keep());
 	if (deep)
-		wft_stack_pool_trim();
+		n += wft_stack_pool_trim();
+	wft_stat_add(w, stack_trims, n);
 	w->idle_trimmed = true;
 	return WEFT_TIME_INFINITE;
 }

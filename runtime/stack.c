@@ -214,13 +214,13 @@ void wft_stack_share(struct wft_worker *w)
 		w->nstacks--;
 }
 
-void wft_stack_pool_trim(void)
+unsigned wft_stack_pool_trim(void)
 {
 	struct stack_entry *out;
 	unsigned n;
 
 	if (!atomic_load_explicit(&npool_hint, memory_order_relaxed))
-		return;
+		return 0;
 	out = malloc(sizeof(pool));
 	pthread_mutex_lock(&pool_lock);
 	n = npool;
@@ -234,14 +234,17 @@ void wft_stack_pool_trim(void)
 	for (unsigned i = 0; i < n; i++)
 		stack_unmap(&out[i]);
 	free(out);
+	return n;
 }
 
-void wft_stack_trim(struct wft_worker *w, unsigned keep)
+unsigned wft_stack_trim(struct wft_worker *w, unsigned keep)
 {
 	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
+	unsigned n = 0;
 
-	while (w->nstacks > keep)
+	for (; w->nstacks > keep; n++)
 		stack_unmap(&cache[--w->nstacks]);
+	return n;
 }
 
 int wft_stack_cache_init(struct wft_worker *w)

@@ -293,11 +293,12 @@ extern struct wft_padded_count wft_stack_waiters;
 /* Hand w's cached stacks to the global pool (stack.c), unless it is full.
  * Owner worker. */
 void wft_stack_share(struct wft_worker *w);
-/* Unmap cached stacks down to keep. Owner worker or teardown. */
-void wft_stack_trim(struct wft_worker *w, unsigned keep);
+/* Unmap cached stacks down to keep; returns how many. Owner worker or
+ * teardown. */
+unsigned wft_stack_trim(struct wft_worker *w, unsigned keep);
 /* Unmap every stack in the global overflow pool (stack.c). Context: any
- * OS thread; takes the pool's mutex. */
-void wft_stack_pool_trim(void);
+ * OS thread; takes the pool's mutex. Returns how many it unmapped. */
+unsigned wft_stack_pool_trim(void);
 /* The page size: set on first use by any thread (spawns from OS threads
  * race there; every racer stores the same value). */
 extern _Atomic size_t wft_page_size_v;

@@ -824,10 +824,22 @@ END_TEST
 #define FJ_REUSE_RESULT 17711
 #endif
 
+/* One fib(FJ_REUSE_N) round from worker 0. */
+static void fj_reuse_round(const weft_attr_t *a)
+{
+	weft_thread_t t;
+	void *r = NULL;
+
+	ck_assert_int_eq(weft_spawn(&t, fj_fib, (void *)(intptr_t)FJ_REUSE_N, a), 0);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	ck_assert_int_eq((long)(intptr_t)r, FJ_REUSE_RESULT);
+}
+
 START_TEST(fork_join_reuses_stacks)
 {
 	weft_stats_t s0, s1;
 	weft_attr_t a;
+	uint64_t maps = 0, trims = 0;
 
 	wt_init_workers(2);
 	if (weft_feature("NEXT_SLOT") != 1 || weft_feature("STEAL") != 1) {
@@ -844,21 +856,32 @@ START_TEST(fork_join_reuses_stacks)
 	 * children are not pinned. */
 	weft_attr_init(&a);
 	a.worker = 0;
-	for (int round = 0; round < 6; round++) {
-		weft_thread_t t;
-		void *r = NULL;
-
-		if (round == 1)
-			weft_stats_get(&s0);
-		ck_assert_int_eq(weft_spawn(&t, fj_fib, (void *)(intptr_t)FJ_REUSE_N, &a), 0);
-		ck_assert_int_eq(weft_join(t, &r), 0);
-		ck_assert_int_eq((long)(intptr_t)r, FJ_REUSE_RESULT);
+	fj_reuse_round(&a);
+	/* A worker whose OS thread the host stalls for the trim bound
+	 * (10 ms) leaves the other idle that long: its idle trim unmaps
+	 * cached stacks (stack_trims) that the next rounds map again. It
+	 * happened in CI, with other suites keeping both CPUs busy (134
+	 * stacks), and in 10 of 17 windows here with two CPU hogs. So: in
+	 * every window of 5 rounds the stacks mapped beyond those trimmed
+	 * stay under the bound (none lost to cache overflow), and the first
+	 * window without a trim (up to 3) stays under it in all. That the
+	 * trim waits for the bound is thread/stack_cache_kept_over_short_parks. */
+	for (int win = 0; win < 3; win++) {
+		weft_stats_get(&s0);
+		for (int round = 0; round < 5; round++)
+			fj_reuse_round(&a);
+		weft_stats_get(&s1);
+		maps = s1.stack_maps - s0.stack_maps;
+		trims = s1.stack_trims - s0.stack_trims;
+		printf("fork_join_reuses_stacks: %llu stacks mapped, %llu trimmed in 5 rounds\n",
+		       (unsigned long long)maps, (unsigned long long)trims);
+		ck_assert_uint_le(maps - (maps < trims ? maps : trims), 128);
+		if (trims == 0) {
+			ck_assert_uint_le(maps, 128);
+			break;
+		}
 	}
-	weft_stats_get(&s1);
 	wt_assert_no_failure();
-	printf("fork_join_reuses_stacks: %llu stacks mapped in 5 rounds after the first\n",
-	       (unsigned long long)(s1.stack_maps - s0.stack_maps));
-	ck_assert_uint_le(s1.stack_maps - s0.stack_maps, 128);
 	wt_shutdown();
 }
 END_TEST

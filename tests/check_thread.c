@@ -1086,12 +1086,14 @@ START_TEST(stack_cache_trimmed_when_idle)
 {
 	enum { BURST = 200, KEPT_MAX = 16 };
 	weft_thread_t *ts = calloc(BURST, sizeof(*ts));
+	weft_stats_t st0, st1;
 	weft_time_t end;
 	int after_join, now = 0;
 
 	ck_assert_ptr_nonnull(ts);
 	atomic_store(&nparked, 0);
 	wt_init_workers(1);
+	weft_stats_get(&st0);
 	for (int i = 0; i < BURST; i++)
 		ck_assert_int_eq(weft_spawn(&ts[i], park_once, NULL, NULL), 0);
 	while (atomic_load(&nparked) < BURST)
@@ -1102,16 +1104,67 @@ START_TEST(stack_cache_trimmed_when_idle)
 		ck_assert_int_eq(weft_join(ts[i], NULL), 0);
 	after_join = count_maps();
 	/* at least one mapping per stack beyond what a parked worker keeps
-	 * goes away, well within 2 s of idling */
+	 * goes away, well within 2 s of idling, and the stats count them
+	 * (stack_trims; none before the burst; the worker adds them after
+	 * its munmap calls, so wait for both) */
 	end = weft_now_ns() + 2000000000ull;
 	do {
 		usleep(5000);
 		now = count_maps();
-	} while (after_join - now < BURST - KEPT_MAX && weft_now_ns() < end);
+		weft_stats_get(&st1);
+	} while ((after_join - now < BURST - KEPT_MAX ||
+		  st1.stack_trims - st0.stack_trims < BURST - KEPT_MAX) &&
+		 weft_now_ns() < end);
 	ck_assert_msg(after_join - now >= BURST - KEPT_MAX,
 		      "%d mappings after the joins, %d after idling", after_join, now);
+	ck_assert_uint_ge(st1.stack_trims - st0.stack_trims, BURST - KEPT_MAX);
 	wt_shutdown();
 	free(ts);
+}
+END_TEST
+
+/* ... but not at every park: a worker that parks for less than the trim
+ * bound between runs keeps its cache (idle.c "Cache trim"; trimming at
+ * every park unmapped the stacks the next burst mapped again). All on one
+ * worker, from a weft thread, so the worker is never idle for long
+ * outside the sleeps: it fills the cache with 32 stacks, then sleeps
+ * 200 us 50 times; a stalled host cannot fake a trim there, since a
+ * worker whose timer is due does not park (and does not trim). */
+enum { KEPT_STACKS = 32, KEPT_SLEEPS = 50 };
+
+static void *kept_sleeper(void *arg)
+{
+	weft_stats_t *st = arg;
+	weft_thread_t ts[KEPT_STACKS];
+
+	for (int i = 0; i < KEPT_STACKS; i++)
+		WT_CHECK(weft_spawn(&ts[i], park_once, NULL, NULL) == 0);
+	while (atomic_load(&nparked) < KEPT_STACKS)
+		weft_yield();
+	for (int i = 0; i < KEPT_STACKS; i++)
+		WT_CHECK(weft_unpark(ts[i]) == 0);
+	for (int i = 0; i < KEPT_STACKS; i++)
+		WT_CHECK(weft_join(ts[i], NULL) == 0);
+	weft_stats_get(&st[0]);
+	for (int i = 0; i < KEPT_SLEEPS; i++)
+		weft_sleep_ns(200000);
+	weft_stats_get(&st[1]);
+	return NULL;
+}
+
+START_TEST(stack_cache_kept_over_short_parks)
+{
+	weft_stats_t st[2];
+	weft_thread_t t;
+
+	atomic_store(&nparked, 0);
+	wt_init_workers(1);
+	ck_assert_int_eq(weft_spawn(&t, kept_sleeper, st, NULL), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_assert_no_failure();
+	ck_assert_uint_ge(st[1].parks - st[0].parks, 1);
+	ck_assert_uint_eq(st[1].stack_trims - st[0].stack_trims, 0);
+	wt_shutdown();
 }
 END_TEST
 
@@ -1427,6 +1480,7 @@ static Suite *thread_suite(void)
 	tcase_add_test(tc, million_unstarted);
 	tcase_add_loop_test(tc, parked_20k_guarded, 0, wt_nconfigs);
 	tcase_add_test(tc, stack_cache_trimmed_when_idle);
+	tcase_add_test(tc, stack_cache_kept_over_short_parks);
 
 	tc = wt_tcase(s, "errors", 30);
 	tcase_add_loop_test(tc, bad_input, 0, wt_nconfigs);

@@ -40,7 +40,8 @@ typedef struct weft_stats {
 	uint64_t spin_backoffs;   /* idle spinning paused because the worker's CPU was contended */
 	uint64_t next_steals;     /* threads taken from a busy worker's next slot (in steals too) */
 	uint64_t stack_maps;      /* thread stacks mapped (cache misses: mmap calls) */
-	uint64_t reserved[13];
+	uint64_t stack_trims;     /* cached stacks unmapped by the idle trim */
+	uint64_t reserved[12];
 } weft_stats_t;
 
 /* Sum every worker's counters into *s. Returns 0, or EINVAL if s is NULL.
