@@ -364,6 +364,8 @@ END_TEST
 struct to {
 	weft_mutex_t m;
 	weft_cond_t c;
+	weft_time_t timeout;     /* ns */
+	_Atomic weft_time_t t0;  /* when the waiter started waiting */
 	_Atomic int rc;
 	_Atomic uint64_t elapsed;
 };
@@ -376,7 +378,8 @@ static void to_body(int idx, void *arg)
 	(void)idx;
 	WT_CHECK(weft_mutex_lock(&t->m) == 0);
 	t0 = weft_now_ns();
-	atomic_store(&t->rc, weft_cond_timedwait(&t->c, &t->m, t0 + 20000000ull));
+	atomic_store(&t->t0, t0);
+	atomic_store(&t->rc, weft_cond_timedwait(&t->c, &t->m, t0 + t->timeout));
 	atomic_store(&t->elapsed, weft_now_ns() - t0);
 	/* relocked: unlock must succeed */
 	WT_CHECK(weft_mutex_unlock(&t->m) == 0);
@@ -387,25 +390,42 @@ START_TEST(test_timeout)
 	struct to t = { .m = WEFT_MUTEX_INITIALIZER, .c = WEFT_COND_INITIALIZER };
 
 	wt_init(_i);
+	t.timeout = 20000000ull;
 	for (int os = 0; os < 2; os++) {
 		sc_run(!os, os, to_body, &t);
 		ck_assert_int_eq(atomic_load(&t.rc), ETIMEDOUT);
 		ck_assert_uint_ge(atomic_load(&t.elapsed), 19000000ull);
 		ck_assert_uint_lt(atomic_load(&t.elapsed), 2000000000ull);
 	}
-	/* timeout while the mutex is held by someone else: returns only after
-	 * relocking */
-	{
+	/* Timeout while the mutex is held by someone else: returns only after
+	 * relocking. This thread takes the mutex once the waiter is queued
+	 * and holds it until 40 ms past the waiter's deadline; the waiter's
+	 * wait then lasts at least 30 ms more than its timeout. 200 ms to get
+	 * there; a round where the host kept this thread from the mutex until
+	 * the deadline had passed (the waiter may have relocked by then)
+	 * proves nothing and is run again, up to 5 times. */
+	t.timeout = 200000000ull;
+	for (int round = 0;; round++) {
 		struct sc_group g;
+		weft_time_t got, due;
 
+		atomic_store(&t.t0, 0);
 		sc_start(&g, 1, 0, to_body, &t);
 		ck_assert_int_eq(sc_until(cond_destroy_fn, &t.c, EBUSY), EBUSY);
 		weft_mutex_lock(&t.m);
-		sc_sleep_ms(40);
+		got = weft_now_ns();
+		due = atomic_load(&t.t0) + t.timeout;
+		if (got < due) {
+			sc_sleep_ms((due - got) / 1000000 + 40);
+			weft_mutex_unlock(&t.m);
+			sc_join(&g);
+			ck_assert_int_eq(atomic_load(&t.rc), ETIMEDOUT);
+			ck_assert_uint_ge(atomic_load(&t.elapsed), t.timeout + 30000000ull);
+			break;
+		}
 		weft_mutex_unlock(&t.m);
 		sc_join(&g);
-		ck_assert_int_eq(atomic_load(&t.rc), ETIMEDOUT);
-		ck_assert_uint_ge(atomic_load(&t.elapsed), 30000000ull);
+		ck_assert_int_lt(round, 4);
 	}
 	ck_assert_int_eq(weft_cond_destroy(&t.c), 0);
 	ck_assert_int_eq(weft_mutex_destroy(&t.m), 0);
