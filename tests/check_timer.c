@@ -19,6 +19,7 @@ static void *sleep_ms(void *arg)
 	return (void *)(uintptr_t)(t1 - t0);
 }
 
+/* A 20 ms sleep lasts at least 20 ms, and returns (within 2 s). */
 START_TEST(sleep_duration)
 {
 	weft_thread_t t;
@@ -28,8 +29,9 @@ START_TEST(sleep_duration)
 	ck_assert_int_eq(weft_spawn(&t, sleep_ms, (void *)(uintptr_t)20, NULL), 0);
 	ck_assert_int_eq(weft_join(t, &r), 0);
 	wt_assert_no_failure();
-	/* generous: a loaded CI machine; the benchmark checks precision */
-	ck_assert_uint_lt((uintptr_t)r, 200 * 1000000ull);
+	/* only that it returns: a loaded CI machine can hold a worker off its
+	 * CPU for 100 ms and more; the benchmark checks precision */
+	ck_assert_uint_lt((uintptr_t)r, 2000 * 1000000ull);
 	wt_shutdown();
 }
 END_TEST
