@@ -346,11 +346,22 @@ void wft_idle_run(struct wft_worker *w)
 		int max = wft_rt.nworkers / 2 > 1 ? wft_rt.nworkers / 2 : 1;
 
 		w->spin_off_until = 0;
-		if (!spinning(w) &&
-		    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) < max) {
-			atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&wft_rt.nspinning, 1, memory_order_relaxed);
+		if (!spinning(w)) {
+			/* Take a spinning slot if fewer than max are taken. A CAS
+			 * loop, not a load and an add: two workers that both saw
+			 * one slot left took it both (the limit overshot by one per
+			 * racer). relaxed: a count of lookers, a hint for wake_one,
+			 * whose own 0 -> 1 CAS needs no order with ours */
+			int n = atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed);
+
+			while (n < max && !atomic_compare_exchange_weak_explicit(&wft_rt.nspinning,
+					&n, n + 1, memory_order_relaxed, memory_order_relaxed))
+				;
+			if (n < max)
+				atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
 		}
+		/* every slot is taken by this CAS or by wake_one's 0 -> 1 */
+		WFT_ASSERT(atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) <= max);
 		if (spinning(w)) {
 			weft_time_t end = wft_now() + IDLE_SPIN_NS;
 
