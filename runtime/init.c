@@ -19,10 +19,12 @@
 int wft_vg_running;
 #endif
 
+#include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct wft_runtime wft_rt = {
@@ -113,6 +115,51 @@ static int affinity_cpus(int *cpus, int max)
 	return n > 0 ? n : 1;
 }
 
+/* The workers' random choices (steal victims' order, RANDOMIZE's coin):
+ * WEFT_SEED (a number) fixes them; otherwise RANDOMIZE draws a seed from
+ * the clock once per process and prints it, so that a run that failed can
+ * be repeated with the same choices (the timing of the OS threads is not
+ * repeatable, so this narrows the search rather than replaying it); without
+ * either the seed is 0, the same choices every run. Bad WEFT_SEED: EINVAL.
+ * Context: weft_init, under init_lock. */
+static uint64_t randomize_seed;   /* 0: not drawn yet; under init_lock */
+
+static int choose_seed(void)
+{
+	const char *e = getenv("WEFT_SEED");
+
+	if (e && *e) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(e, &end, 0);
+		if (errno || *end || *e == '-') {
+			fprintf(stderr, "weft: WEFT_SEED=%s is not a number\n", e);
+			return EINVAL;
+		}
+		wft_rt.seed = v;
+		return 0;
+	}
+	if (!wft_feat(RANDOMIZE)) {
+		wft_rt.seed = 0;
+		return 0;
+	}
+	if (!randomize_seed) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		randomize_seed = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
+				 ((uint64_t)getpid() << 32);
+		if (!randomize_seed)
+			randomize_seed = 1;
+		fprintf(stderr, "weft: RANDOMIZE: WEFT_SEED=%llu repeats this run's choices\n",
+			(unsigned long long)randomize_seed);
+	}
+	wft_rt.seed = randomize_seed;
+	return 0;
+}
+
 static _Atomic int stats_atexit;
 
 static void print_stats_at_exit(void)
@@ -190,6 +237,11 @@ int weft_init(const weft_config_t *cfg)
 	if (wft_rt.pin)
 		for (int i = ncpu; i < wft_rt.nworkers; i++)
 			wft_rt.cpus[i] = wft_rt.cpus[i % ncpu];
+	rc = choose_seed();
+	if (rc) {
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return rc;
+	}
 	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
 	if ((e = getenv("WEFT_FAULT")) && strncmp(e, "alloc:", 6) == 0) {

@@ -504,6 +504,7 @@ struct wft_worker {
 struct wft_runtime {
 	_Atomic int state;                /* 0 stopped, 1 starting, 2 running, 3 stopping */
 	int nworkers;
+	uint64_t seed;                    /* of the workers' rng (WEFT_SEED, init.c) */
 	size_t stack_size;
 	int pin;
 	struct wft_worker **workers;

@@ -847,7 +847,15 @@ static struct wft_worker *worker_new(int id)
 		return NULL;
 	memset(w, 0, sizeof(*w));
 	w->id = id;
-	w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
+	/* splitmix64 of seed + id: distinct, non-zero (xorshift needs it) */
+	{
+		uint64_t z = wft_rt.seed + 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		z ^= z >> 31;
+		w->rng = z ? z : 1;
+	}
 	atomic_flag_clear(&w->rqlock);
 	wft_runq_init_unsafe(&w->rq);
 	atomic_init(&w->mailbox.head, NULL);

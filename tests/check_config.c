@@ -42,7 +42,7 @@
 /* Helpers */
 
 static const char *const env_names[] = {
-	"WEFT_WORKERS", "WEFT_STACK_SIZE", "WEFT_PIN", "WEFT_FEATURES",
+	"WEFT_WORKERS", "WEFT_STACK_SIZE", "WEFT_PIN", "WEFT_FEATURES", "WEFT_SEED",
 };
 enum { NENV = sizeof(env_names) / sizeof(env_names[0]) };
 static char *env_saved[NENV];
@@ -495,6 +495,9 @@ START_TEST(env_bad_values)
 		{ "WEFT_WORKERS", "many" },
 		{ "WEFT_STACK_SIZE", "1k" },   /* below WEFT_STACK_MIN */
 		{ "WEFT_FEATURES", "NO_SUCH_SWITCH" },
+		{ "WEFT_SEED", "abc" },
+		{ "WEFT_SEED", "12x" },
+		{ "WEFT_SEED", "-1" },
 	};
 
 	snprintf(too_many, sizeof(too_many), "%d", WEFT_WORKERS_MAX + 1);
@@ -832,11 +835,13 @@ END_TEST
 
 /* RANDOMIZE sends a random half of the local wakes past the next slot:
  * over 40 rounds of the scenario above, B runs first in some and not in
- * others (with RANDOMIZE doing nothing, it always ran first). */
-START_TEST(randomize_shuffles_next_slot)
+ * others (with RANDOMIZE doing nothing, it always ran first). Returns the
+ * rounds where B ran first as a bit mask, or 0 and *skip set without
+ * NEXT_SLOT (nothing to shuffle). */
+static uint64_t randomize_rounds(int *first, int *later, bool *skip)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	int first = 0, later = 0;
+	uint64_t mask = 0;
 
 	/* ns_run pins every thread: a publish for thieves (under NO_MAILBOX
 	 * the OS thread's locked insert asks for one while the worker idles)
@@ -844,20 +849,56 @@ START_TEST(randomize_shuffles_next_slot)
 	 * and put B and A ahead of C and D whatever the next slot did */
 	cfg.workers = 1;
 	cfg.features = "RANDOMIZE";
+	*first = *later = 0;
 	ck_assert_int_eq(weft_init(&cfg), 0);
-	if (weft_feature("NEXT_SLOT") != 1) {
-		wt_shutdown();
-		return;   /* nothing to shuffle */
-	}
-	for (int round = 0; round < 40; round++) {
+	*skip = weft_feature("NEXT_SLOT") != 1;
+	for (int round = 0; round < 40 && !*skip; round++) {
 		ns_run();
-		if (atomic_load(&nsx.rank[NS_B]) == 0)
-			first++;
-		else
-			later++;
+		if (atomic_load(&nsx.rank[NS_B]) == 0) {
+			(*first)++;
+			mask |= 1ull << round;
+		} else {
+			(*later)++;
+		}
 	}
-	ck_assert_msg(first > 0 && later > 0, "B first in %d of 40 rounds", first);
 	wt_shutdown();
+	return mask;
+}
+
+START_TEST(randomize_shuffles_next_slot)
+{
+	int first, later;
+	bool skip;
+
+	randomize_rounds(&first, &later, &skip);
+	if (!skip)
+		ck_assert_msg(first > 0 && later > 0, "B first in %d of 40 rounds", first);
+}
+END_TEST
+
+/* WEFT_SEED fixes RANDOMIZE's choices: on one worker, where nothing else
+ * draws from its generator, two runs with the same seed shuffle the same
+ * rounds, and another seed other rounds. (Before, the generator was seeded
+ * from the worker id alone, and no run could explore other choices; now
+ * an unset WEFT_SEED draws one per process and prints it.) */
+START_TEST(randomize_seed_repeats)
+{
+	int first, later;
+	uint64_t m1, m2, m3;
+	bool skip;
+
+	ck_assert_int_eq(setenv("WEFT_SEED", "12345", 1), 0);
+	m1 = randomize_rounds(&first, &later, &skip);
+	m2 = randomize_rounds(&first, &later, &skip);
+	ck_assert_int_eq(setenv("WEFT_SEED", "0x5eed", 1), 0);
+	m3 = randomize_rounds(&first, &later, &skip);
+	unsetenv("WEFT_SEED");
+	if (skip)
+		return;
+	ck_assert_msg(m1 == m2, "same seed, B first in rounds %#llx, then %#llx",
+		      (unsigned long long)m1, (unsigned long long)m2);
+	/* 40 coin flips: another seed agrees on all with odds 2^-40 */
+	ck_assert_msg(m1 != m3, "another seed, the same rounds %#llx", (unsigned long long)m1);
 }
 END_TEST
 
@@ -992,6 +1033,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, local_wake_next_slot, 0,
 			    (int)(sizeof(ns_workers) / sizeof(ns_workers[0])));
 	tcase_add_test(tc, randomize_shuffles_next_slot);
+	tcase_add_test(tc, randomize_seed_repeats);
 
 	tc = wt_tcase(s, "kick", 20);
 	tcase_add_test(tc, kick_parked_worker);
