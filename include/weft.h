@@ -24,8 +24,9 @@
  *                      (MAILBOX, STEAL, NEXT_SLOT, ...; see runtime/features.def)
  *   WEFT_STATS=1       print the scheduler counters at exit
  *   WEFT_SEED=N        fix the workers' random choices (steal order, the
- *                      RANDOMIZE switch); RANDOMIZE without it draws a seed
- *                      and prints it to stderr. Not a number: EINVAL
+ *                      RANDOMIZE switch); decimal or 0x hex. RANDOMIZE
+ *                      without it draws a seed and prints it to stderr.
+ *                      Not a number: EINVAL
  * Environment variables override weft_config_t fields. For the feature
  * switches the override is per switch: WEFT_FEATURES applies on top of
  * weft_config_t.features, so a switch it does not name keeps the config's

@@ -195,8 +195,9 @@ static bool idle_claimed(struct wft_worker *w)
 		 (1ull << (w->id % 64)));
 }
 
-/* w->spinning is written by w and, once, by the wake_one() that hands w its
- * spinning slot; relaxed: it only mirrors w's share of nspinning. */
+/* w->spinning is written by w only (a slot that wake_one() hands w is taken
+ * up in idle_clear(), on w's thread); relaxed: it only mirrors w's share of
+ * nspinning. */
 static inline int spinning(struct wft_worker *w)
 {
 	return atomic_load_explicit(&w->spinning, memory_order_relaxed);
@@ -314,8 +315,9 @@ static weft_time_t cache_trim(struct wft_worker *w, bool deep)
 		return WEFT_TIME_INFINITE;
 	if (now - w->idle_since < STACK_TRIM_IDLE_NS)
 		return w->idle_since + STACK_TRIM_IDLE_NS;
-	wft_tcb_cache_drop_stacks(w);
-	n = wft_stack_trim(w, wft_stack_cache_keep());
+	/* counts what it unmaps too: with the cache and the pool full */
+	n = wft_tcb_cache_drop_stacks(w);
+	n += wft_stack_trim(w, wft_stack_cache_keep());
 	if (deep)
 		n += wft_stack_pool_trim();
 	wft_stat_add(w, stack_trims, n);

@@ -19,6 +19,7 @@
 int wft_vg_running;
 #endif
 
+#include <ctype.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -129,12 +130,19 @@ static int choose_seed(void)
 	const char *e = getenv("WEFT_SEED");
 
 	if (e && *e) {
+		int base = 10;
+		const char *d = e;
 		char *end;
 		unsigned long long v;
 
+		/* decimal (as printed below), or 0x hex; no sign, no spaces */
+		if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) {
+			base = 16;
+			d += 2;
+		}
 		errno = 0;
-		v = strtoull(e, &end, 0);
-		if (errno || *end || *e == '-') {
+		v = strtoull(d, &end, base);
+		if (errno || *end || !isxdigit((unsigned char)*d) || end == d) {
 			fprintf(stderr, "weft: WEFT_SEED=%s is not a number\n", e);
 			return EINVAL;
 		}

@@ -184,19 +184,21 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 	return 0;
 }
 
-void wft_stack_release(struct wft_worker *w, struct weft_thread *t)
+int wft_stack_release(struct wft_worker *w, struct weft_thread *t)
 {
 	struct stack_entry e = { t->stack, t->stack_size, t->guard, t->stack_vg };
 
 	if (!t->stack)
-		return;
+		return 0;
 	t->stack = NULL;
 	if (w && w->nstacks < w->stack_cache_cap) {
 		((struct stack_entry *)w->stack_cache)[w->nstacks++] = e;
-		return;
+		return 0;
 	}
-	if (!pool_put(&e))
-		stack_unmap(&e);
+	if (pool_put(&e))
+		return 0;
+	stack_unmap(&e);
+	return 1;
 }
 
 /* Hand w's cached stacks to the pool, for a thread that waits for a

@@ -251,14 +251,17 @@ void wft_tcb_release(struct wft_worker *w, struct weft_thread *t)
 	global_push(t, t);
 }
 
-void wft_tcb_cache_drop_stacks(struct wft_worker *w)
+unsigned wft_tcb_cache_drop_stacks(struct wft_worker *w)
 {
+	unsigned unmapped = 0;
+
 	for (struct weft_thread *t = w->tcb_cache; t && w->ntcb_stacked; t = t->link) {
 		if (t->stack) {
-			wft_stack_release(w, t);
+			unmapped += (unsigned)wft_stack_release(w, t);
 			w->ntcb_stacked--;
 		}
 	}
+	return unmapped;
 }
 
 /* Return a worker's cache to the global pool (worker exit; before the

@@ -277,9 +277,9 @@ void wft_key_run_destructors(struct weft_thread *t);
 
 /* Give t a stack from w's cache or a new mapping. Returns 0 or ENOMEM. Owner worker. */
 int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t);
-/* Return t's stack to w's cache (or unmap it past the bound, or when w is
- * NULL). Owner worker. */
-void wft_stack_release(struct wft_worker *w, struct weft_thread *t);
+/* Return t's stack to w's cache, else to the overflow pool, else unmap it.
+ * Returns 1 if it unmapped it, else 0. Owner worker (w may be NULL). */
+int wft_stack_release(struct wft_worker *w, struct weft_thread *t);
 /* Threads that could not get a stack at their first run and wait for one
  * (worker.c "Stack shortage"): while any does, weft_spawn returns EAGAIN
  * for a thread that would need a new stack. Alone on its line: every pick
@@ -669,8 +669,8 @@ void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get 
 /* wake_one, preferring a worker parked without the idle tick (deep). */
 void wft_idle_wake_deep(struct wft_worker *self);
 /* The scheduler loop found work while w held a spinning slot: give the
- * slot back and, if it was the last spinner, get another one looking
- * (Go's resetspinning). Context: w's owner. */
+ * slot back and run the strand check (idle.c; not found_work's "last
+ * spinner wakes another"). Context: w's owner. */
 void wft_idle_found_work(struct wft_worker *w);
 /* self just left an unpinned thread in its next slot: if workers sleep
  * without the idle tick and none spins, get one going (idle.c "Idle
@@ -690,8 +690,9 @@ void wft_worker_finish_switch(struct wft_worker *w);
 void wft_worker_free_all_unsafe(void);
 void wft_tcb_cache_flush(struct wft_worker *w);
 /* Move the stacks still held by cached TCBs into the stack cache (whose
- * bound and trim then apply). Owner worker. */
-void wft_tcb_cache_drop_stacks(struct wft_worker *w);
+ * bound and trim then apply). Returns how many it had to unmap (cache and
+ * pool full). Owner worker. */
+unsigned wft_tcb_cache_drop_stacks(struct wft_worker *w);
 /* Fold a worker's counters into the retired totals (before freeing it). */
 void wft_stats_retire(struct wft_worker *w);
 

@@ -498,6 +498,8 @@ START_TEST(env_bad_values)
 		{ "WEFT_SEED", "abc" },
 		{ "WEFT_SEED", "12x" },
 		{ "WEFT_SEED", "-1" },
+		{ "WEFT_SEED", " -1" },
+		{ "WEFT_SEED", "0x" },
 	};
 
 	snprintf(too_many, sizeof(too_many), "%d", WEFT_WORKERS_MAX + 1);

@@ -43,6 +43,8 @@ typedef struct weft_stats {
 	uint64_t stack_trims;     /* cached stacks unmapped by the idle trim */
 	uint64_t reserved[12];
 } weft_stats_t;
+/* 42 counters' room: a new counter takes a reserved field (ABI). */
+_Static_assert(sizeof(weft_stats_t) == 42 * sizeof(uint64_t), "weft_stats_t size is ABI");
 
 /* Sum every worker's counters into *s. Returns 0, or EINVAL if s is NULL.
  * Counters keep their values after weft_shutdown() until the next weft_init().
