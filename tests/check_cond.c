@@ -189,7 +189,7 @@ struct sem_t_ {
 static void sem_waiter(int idx, void *arg)
 {
 	struct sem_t_ *s = arg;
-	int in, mx;
+	int in;
 
 	(void)idx;
 	WT_CHECK(weft_mutex_lock(&s->m) == 0);
@@ -197,9 +197,7 @@ static void sem_waiter(int idx, void *arg)
 	WT_CHECK(weft_cond_wait(&s->c, &s->m) == 0);
 	atomic_fetch_add(&s->returned, 1);
 	in = atomic_fetch_add(&s->inside, 1) + 1;
-	mx = atomic_load(&s->max_inside);
-	while (in > mx && !atomic_compare_exchange_weak(&s->max_inside, &mx, in))
-		;
+	wt_atomic_max(&s->max_inside, in);
 	weft_yield();
 	atomic_fetch_sub(&s->inside, 1);
 	WT_CHECK(weft_mutex_unlock(&s->m) == 0);

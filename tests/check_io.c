@@ -861,10 +861,7 @@ enum { OFFLOAD_JOBS = 32, OFFLOAD_MAX = 4, OFFLOAD_JOB_MS = 20 };
 
 static void *slow_job(void *arg)
 {
-	int n = atomic_fetch_add(&in_flight, 1) + 1, m = atomic_load(&max_in_flight);
-
-	while (n > m && !atomic_compare_exchange_weak(&max_in_flight, &m, n))
-		;
+	wt_atomic_max(&max_in_flight, atomic_fetch_add(&in_flight, 1) + 1);
 	usleep(OFFLOAD_JOB_MS * 1000);
 	atomic_fetch_sub(&in_flight, 1);
 	return arg;

@@ -419,14 +419,6 @@ struct bound {
 	long counter;
 };
 
-static void atomic_max_u64(_Atomic uint64_t *p, uint64_t v)
-{
-	uint64_t cur = atomic_load(p);
-
-	while (v > cur && !atomic_compare_exchange_weak(p, &cur, v))
-		;
-}
-
 static void bound_body(int idx, void *arg)
 {
 	struct bound *b = arg;
@@ -454,8 +446,8 @@ static void bound_body(int idx, void *arg)
 		ops++;
 	}
 	atomic_fetch_add(&b->ops, ops);
-	atomic_max_u64(&b->max_wait, mx);
-	atomic_max_u64(&b->max_overtakes, mo);
+	wt_atomic_max(&b->max_wait, mx);
+	wt_atomic_max(&b->max_overtakes, mo);
 }
 
 /* With 8 threads (6 weft, 2 OS) barging for 0.5 s, no lock call is passed

@@ -787,9 +787,7 @@ static void fj_note_live(void)
 
 	weft_stats_get(&st);
 	live = (long)(st.spawns - st.exits);
-	for (long m = atomic_load(&fj_max_live); live > m;)
-		if (atomic_compare_exchange_weak(&fj_max_live, &m, live))
-			break;
+	wt_atomic_max(&fj_max_live, live);
 }
 
 static void *fj_fib(void *arg)

@@ -31,6 +31,14 @@ extern _Atomic(const char *) wt_failure;
 #define wt_assert_no_failure() \
 	ck_assert_msg(atomic_load(&wt_failure) == NULL, "%s", atomic_load(&wt_failure))
 
+/* Raise the atomic *p to v if v is larger (a running maximum that several
+ * threads update). */
+#define wt_atomic_max(p, v) do { \
+	__typeof__(atomic_load(p)) v_ = (v), m_ = atomic_load(p); \
+	while (v_ > m_ && !atomic_compare_exchange_weak((p), &m_, v_)) \
+		; \
+} while (0)
+
 /* Runtime configurations for tcase_add_loop_test: index into this table. */
 struct wt_config {
 	const char *name;
