@@ -362,7 +362,8 @@ void wft_idle_run(struct wft_worker *w)
 			if (n < max)
 				atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
 		}
-		/* every slot is taken by this CAS or by wake_one's 0 -> 1 */
+		/* relaxed: checks the count alone; every slot is taken by this
+		 * CAS or by wake_one's 0 -> 1, so no value read exceeds max */
 		WFT_ASSERT(atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) <= max);
 		if (spinning(w)) {
 			weft_time_t end = wft_now() + IDLE_SPIN_NS;
