@@ -1,6 +1,7 @@
 # runtime/: the scheduler core.
 libweft_la_SOURCES += \
 	runtime/context.c \
+	runtime/drain.c \
 	runtime/features.c \
 	runtime/idle.c \
 	runtime/init.c \

@@ -113,7 +113,7 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 	int n = wft_rt.nworkers;
 	unsigned start;
 
-	if (n < 2 || !wft_feat(STEAL))
+	if (n < 2 || !wft_feat(STEAL) || wft_worker_draining(w))
 		return NULL;
 	start = (unsigned)(wft_xorshift(&w->rng) % (uint64_t)n);
 	for (int i = 0; i < n; i++) {
@@ -331,6 +331,7 @@ void wft_idle_run(struct wft_worker *w)
 	weft_time_t deadline;
 	bool look_again = false, deep = false;
 
+	wft_drain_idle(w);
 	t = try_steal(w);
 	if (t) {
 		found_work(w, t);
@@ -344,7 +345,9 @@ void wft_idle_run(struct wft_worker *w)
 		w->tick_parked = false;
 		goto park;
 	}
-	if (wft_feat(IDLE_SPIN) && (!w->spin_off_until || wft_now() >= w->spin_off_until)) {
+	/* A draining worker would not steal (runtime/drain.c): no spin */
+	if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) &&
+	    (!w->spin_off_until || wft_now() >= w->spin_off_until)) {
 		int max = wft_rt.nworkers / 2 > 1 ? wft_rt.nworkers / 2 : 1;
 
 		w->spin_off_until = 0;
@@ -585,16 +588,20 @@ static void wake_pick(struct wft_worker *self, bool prefer_deep)
 	for (int i = 0; i < (wft_rt.nworkers + 63) / 64; i++) {
 		/* relaxed: the CAS below claims a bit */
 		uint64_t m = atomic_load_explicit(&wft_rt.idle_mask[i], memory_order_relaxed);
+		/* bits we pass over (ourselves, a draining worker): kept apart
+		 * from m, which is the CAS's expected value (clearing them in m
+		 * made the CAS fail and reload them forever: found by review) */
+		uint64_t skip = 0;
 
-		while (m) {
-			uint64_t cand = m;
+		while (m & ~skip) {
+			uint64_t cand = m & ~skip;
 			int b;
 			struct wft_worker *v;
 
 			if (prefer_deep) {
 				uint64_t d = 0;
 
-				for (uint64_t r = m; r; r &= r - 1) {
+				for (uint64_t r = cand; r; r &= r - 1) {
 					int k = __builtin_ctzll(r);
 
 					/* relaxed: a preference hint */
@@ -607,9 +614,19 @@ static void wake_pick(struct wft_worker *self, bool prefer_deep)
 			}
 			b = __builtin_ctzll(cand);
 			v = wft_rt.workers[i * 64 + b];
+			/* relaxed deep: a hint, as in the preference above */
+			if (v == self || (wft_worker_draining(v) &&
+					  !atomic_load_explicit(&v->deep, memory_order_relaxed))) {
+				/* DRAIN: it would not steal, and it ticks, so it
+				 * runs the drain rule by itself; a deep sleeper is
+				 * woken (it may be the only one that would notice
+				 * the drain is over, runtime/drain.c) */
+				skip |= 1ull << b;
+				continue;
+			}
 			/* seq_cst: the store half of the claim pattern; the kick's
 			 * seq_cst load of v->sleep is the load half (see Park) */
-			if (v != self && atomic_compare_exchange_weak_explicit(&wft_rt.idle_mask[i], &m,
+			if (atomic_compare_exchange_weak_explicit(&wft_rt.idle_mask[i], &m,
 					m & ~(1ull << b), memory_order_seq_cst, memory_order_relaxed)) {
 				/* seq_cst: v's share of the nidle decrement that the
 				 * ndeep pattern relies on (see Idle tick): v skips its
@@ -620,8 +637,6 @@ static void wake_pick(struct wft_worker *self, bool prefer_deep)
 				wft_idle_kick(v);
 				return;
 			}
-			if (v == self)
-				m &= ~(1ull << b);
 		}
 	}
 	/* nobody idle after all */

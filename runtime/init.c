@@ -267,6 +267,12 @@ int weft_init(const weft_config_t *cfg)
 	atomic_store_explicit(&wft_rt.os_born, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.stopping, 0, memory_order_relaxed);
+	/* DRAIN starts with every worker active (runtime/drain.c) */
+	atomic_store_explicit(&wft_rt.ndrain, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.drain_next, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.drain_hold, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.drain_hold_until, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.drain_lowered, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
 
 	rc = wft_worker_start_all();

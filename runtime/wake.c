@@ -32,6 +32,19 @@ struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *sel
 		return wft_rt.workers[t->pin];
 	/* relaxed: a placement hint */
 	last = atomic_load_explicit(&t->worker, memory_order_relaxed);
+	if (last && wft_worker_draining(last)) {
+		/* DRAIN: move to an active worker (runtime/drain.c); relaxed:
+		 * a hint, as in wft_worker_draining */
+		int active = wft_rt.nworkers - atomic_load_explicit(&wft_rt.ndrain, memory_order_relaxed);
+
+		if (active > 0 && last->id >= active) {
+			if (self)
+				wft_stat_inc(self, drain_moves);
+			else
+				wft_stat_os_inc(drain_moves);
+			return wft_rt.workers[last->id % active];
+		}
+	}
 	if (last)
 		return last;
 	return self ? self : wft_rt.workers[0];

@@ -465,6 +465,12 @@ struct wft_worker {
 	uint64_t spin_cpu0;               /*   and this thread's CPU time */
 	weft_time_t spin_off_until;       /* no idle spinning before this time */
 	uint64_t spin_backoff;            /* the current back-off (ns), 0 = none */
+	/* DRAIN (runtime/drain.c): this worker's run-delay sample */
+	int ss_fd;                        /* /proc/thread-self/schedstat, or -1; owner */
+	uint64_t ss_wall, ss_delay;       /* last sample: wall time, run delay; owner */
+	_Atomic uint32_t delay_pm;        /* waited fraction of the last window, per mille;
+	                                   * written by the owner, read by the controller */
+	_Atomic uint64_t delay_at;        /* when delay_pm was measured (0: never); the same */
 	/* Light-thread births (spawns by threads of this worker) and deaths
 	 * (exits finished here). Written only by the owner, with a plain
 	 * load + release store (no locked RMW, no shared line: a global
@@ -513,6 +519,12 @@ struct wft_runtime {
 	_Atomic int ndeep;                /* idle workers parking without the idle tick
 	                                   * (idle.c "Idle tick") */
 	_Atomic uint64_t idle_mask[WEFT_WORKERS_MAX / 64]; /* bit i: worker i parked */
+	/* DRAIN (runtime/drain.c): the ndrain highest-id workers drain */
+	_Atomic int ndrain;
+	_Atomic uint64_t drain_next;      /* the controller's next run */
+	_Atomic uint64_t drain_hold;      /* current hold (ns) */
+	_Atomic uint64_t drain_hold_until; /* no lowering before this time */
+	_Atomic uint64_t drain_lowered;   /* when ndrain last went down */
 	_Atomic long os_born;             /* spawns from plain OS threads */
 	_Atomic int quiescing;            /* shutdown is waiting for the last exit */
 	_Atomic int stopping;             /* workers exit their loop */
@@ -672,6 +684,23 @@ void wft_idle_wake_deep(struct wft_worker *self);
  * slot back and run the strand check (idle.c; not found_work's "last
  * spinner wakes another"). Context: w's owner. */
 void wft_idle_found_work(struct wft_worker *w);
+
+/* DRAIN (runtime/drain.c). Context: w's owner (start/stop/idle). */
+void wft_drain_worker_start(struct wft_worker *w);
+void wft_drain_worker_stop(struct wft_worker *w);
+void wft_drain_idle(struct wft_worker *w);
+/* DRAIN is in effect: it needs STEAL (a draining worker learns that the
+ * drain is over at its idle tick, which only STEAL has). */
+#define WFT_DRAIN_ON() \
+	wft_unlikely((wft_features & ((1ull << WFT_FEAT_BIT_DRAIN) | (1ull << WFT_FEAT_BIT_STEAL))) == \
+		     ((1ull << WFT_FEAT_BIT_DRAIN) | (1ull << WFT_FEAT_BIT_STEAL)))
+/* Is w one of the draining workers? relaxed ndrain: a hint (a stale value
+ * makes one placement or one steal decision the old way). Any context. */
+static inline bool wft_worker_draining(const struct wft_worker *w)
+{
+	return WFT_DRAIN_ON() &&
+	       w->id >= wft_rt.nworkers - atomic_load_explicit(&wft_rt.ndrain, memory_order_relaxed);
+}
 /* self just left an unpinned thread in its next slot: if workers sleep
  * without the idle tick and none spins, get one going (idle.c "Idle
  * tick"). Inline: it runs at every local wake. Context: self's owner. */

@@ -777,6 +777,7 @@ static void *worker_main(void *arg)
 	char name[16];
 
 	wft_tls_worker = w;
+	wft_drain_worker_start(w);
 	snprintf(name, sizeof(name), "weft-w%d", w->id);
 	prctl(PR_SET_NAME, name);
 	/* 1 ns timer slack: the futex timeouts of the idle loop are the
@@ -835,6 +836,7 @@ static void *worker_main(void *arg)
 	wft_uring_teardown(w);
 	wft_tcb_cache_flush(w);   /* first: it returns stacks to the stack cache */
 	wft_stack_cache_fini(w);
+	wft_drain_worker_stop(w);
 	wft_tls_worker = NULL;
 	return NULL;
 }

@@ -2,10 +2,12 @@
  * tests/check_sched.c - suite "sched": work stealing, mailbox wakeups,
  * the next slot's fairness bound, and each feature switch's path.
  */
+#define _GNU_SOURCE   /* sched_setaffinity, CPU_SET */
 #include "tests/harness.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,6 +512,210 @@ START_TEST(spin_backs_off_contended)
 }
 END_TEST
 
+/* DRAIN (runtime/drain.c): while three OS threads keep both CPUs busy, the
+ * workers wait for CPUs (the kernel's run delay), so worker 1 drains: a
+ * sleeping loop that started on worker 1 is moved to worker 0 at a wake
+ * (drain_moves rises) and keeps waking there. After the hogs stop, worker
+ * 1 comes back: a thread queued on worker 0 is stolen by it. With DRAIN
+ * off, the same load moves nothing. The test thread, and so the workers
+ * and hogs it creates, run on two CPUs (on a bigger host three hogs would
+ * leave CPUs free and cause no run delay). Each phase waits at most 3 s
+ * (5 s for the recovery: a loaded CI host may re-raise the drain once). */
+struct drain_probe {
+	_Atomic int stop;
+	_Atomic int last;       /* worker of the latest wake */
+	_Atomic int streak0;    /* wakes on worker 0 in a row */
+};
+
+static void *drain_sleeper(void *arg)
+{
+	struct drain_probe *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		int id;
+
+		weft_sleep_ns(100000);
+		id = weft_worker_id();
+		atomic_store(&p->last, id);
+		atomic_store(&p->streak0, id == 0 ? atomic_load(&p->streak0) + 1 : 0);
+	}
+	return NULL;
+}
+
+/* Runs pinned on worker 1 and spawns the unpinned sleeper there. */
+static void *drain_launcher(void *arg)
+{
+	weft_thread_t t = NULL;
+
+	WT_CHECK(weft_spawn(&t, drain_sleeper, arg, NULL) == 0);
+	return t;
+}
+
+static _Atomic int drain_spin_stop;
+
+static void *drain_spinner(void *arg)
+{
+	(void)arg;
+	/* yields: a thread that never does keeps its worker's private queue
+	 * from ever being published (no scheduling point) */
+	while (atomic_load(&drain_spin_stop) != 1) {
+		int zero = 0;
+
+		if (weft_worker_id() == 1)   /* 0 -> 2 only: never undo the stop */
+			atomic_compare_exchange_strong(&drain_spin_stop, &zero, 2);
+		weft_yield();
+	}
+	return NULL;
+}
+
+/* Runs pinned on worker 0: queues two unpinned busy threads there. */
+static void *drain_spin_launcher(void *arg)
+{
+	weft_thread_t *spin = arg;
+
+	for (int i = 0; i < 2; i++)
+		WT_CHECK(weft_spawn(&spin[i], drain_spinner, NULL, NULL) == 0);
+	return NULL;
+}
+
+static bool schedstat_readable(void)
+{
+	char buf[96];
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	bool ok = f && fgets(buf, sizeof(buf), f) != NULL;
+
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* Restrict the calling thread to (at most) its first two allowed CPUs;
+ * *old receives the previous set. */
+static void two_cpus(cpu_set_t *old)
+{
+	cpu_set_t set;
+	int k = 0;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(*old), old), 0);
+	CPU_ZERO(&set);
+	for (int c = 0; c < CPU_SETSIZE && k < 2; c++)
+		if (CPU_ISSET(c, old)) {
+			CPU_SET(c, &set);
+			k++;
+		}
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+static void drain_case(bool on)
+{
+	enum { MAXS = 16 };
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	struct drain_probe p[MAXS];
+	uint64_t moves0[MAXS];
+	weft_stats_t s;
+	weft_thread_t launcher, sleeper[MAXS], spin[2];
+	weft_attr_t a;
+	pthread_t os[3];
+	cpu_set_t cpus;
+	void *ret;
+	uint64_t end;
+	bool settled = false;
+	int ns = 0;
+
+	two_cpus(&cpus);
+	cfg.workers = 2;
+	cfg.features = on ? "DRAIN" : "NO_DRAIN";
+	ck_assert_int_eq(weft_init(&cfg), 0);
+	/* WEFT_FEATURES applies on top of the config; DRAIN needs STEAL */
+	if (weft_feature("DRAIN") != on || (on && weft_feature("STEAL") != 1)) {
+		printf("drain %s: WEFT_FEATURES overrides DRAIN or turns STEAL off: skipped\n",
+		       on ? "on" : "off");
+		wt_shutdown();
+		sched_setaffinity(0, sizeof(cpus), &cpus);
+		return;
+	}
+	atomic_store(&burn_stop, 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_create(&os[i], NULL, os_burner, NULL), 0);
+	memset(p, 0, sizeof(p));
+	weft_attr_init(&a);
+	a.worker = 1;
+	end = weft_now_ns() + (on ? 3000000000ull : 300000000ull);
+	/* A sleeper that worker 0 stole before the drain began reaches it
+	 * without a move: then start another on worker 1. Settled = the
+	 * latest one wakes on worker 0 50 times in a row and the moves rose
+	 * after it was started. */
+	do {
+		if (ns == 0 || (atomic_load(&p[ns - 1].streak0) >= 50 && ns < MAXS)) {
+			weft_stats_get(&s);
+			if (ns > 0 && s.drain_moves > moves0[ns - 1]) {
+				settled = true;
+				break;
+			}
+			moves0[ns] = s.drain_moves;
+			ck_assert_int_eq(weft_spawn(&launcher, drain_launcher, &p[ns], &a), 0);
+			ck_assert_int_eq(weft_join(launcher, &ret), 0);
+			wt_assert_no_failure();
+			sleeper[ns++] = ret;
+		}
+		usleep(1000);
+	} while (weft_now_ns() < end);
+	atomic_store(&burn_stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(os[i], NULL);
+	weft_stats_get(&s);
+	if (on)
+		ck_assert_msg(settled, "no sleeper moved to worker 0 and stayed (last wake on %d, "
+			      "%d wakes there in a row, %llu moves)", atomic_load(&p[ns - 1].last),
+			      atomic_load(&p[ns - 1].streak0), (unsigned long long)s.drain_moves);
+	else
+		ck_assert_uint_eq(s.drain_moves, 0);
+	for (int i = 0; i < ns; i++) {
+		atomic_store(&p[i].stop, 1);
+		ck_assert_int_eq(weft_join(sleeper[i], NULL), 0);
+	}
+	if (on) {
+		/* recovery: two busy threads queued on worker 0; worker 1 must
+		 * take one once the drain is over (its hold is at most 640 ms
+		 * after the load is gone) */
+		atomic_store(&drain_spin_stop, 0);
+		a.worker = 0;
+		ck_assert_int_eq(weft_spawn(&launcher, drain_spin_launcher, spin, &a), 0);
+		ck_assert_int_eq(weft_join(launcher, NULL), 0);
+		wt_assert_no_failure();
+		end = weft_now_ns() + 5000000000ull;
+		while (weft_now_ns() < end && atomic_load(&drain_spin_stop) != 2)
+			usleep(1000);
+		weft_stats_get(&s);
+		ck_assert_msg(atomic_load(&drain_spin_stop) == 2,
+			      "worker 1 did not come back after the load stopped (steals %llu, attempts %llu)",
+			      (unsigned long long)s.steals, (unsigned long long)s.steal_attempts);
+		atomic_store(&drain_spin_stop, 1);
+		for (int i = 0; i < 2; i++)
+			ck_assert_int_eq(weft_join(spin[i], NULL), 0);
+	}
+	wt_shutdown();
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(cpus), &cpus), 0);
+}
+
+START_TEST(drain_moves_off_contended_worker)
+{
+	if (!schedstat_readable()) {
+		printf("drain_moves_off_contended_worker: no /proc/thread-self/schedstat: skipped\n");
+		return;
+	}
+	drain_case(true);
+}
+END_TEST
+
+/* the same load for 0.3 s with DRAIN off: no move (fails if the switch is
+ * ignored and the rule drains anyway) */
+START_TEST(drain_off_moves_nothing)
+{
+	drain_case(false);
+}
+END_TEST
+
 /* A thread woken into the next slot of a worker whose running thread never
  * blocks again must not be stranded while another worker is idle: the
  * idle worker's tick finds it, sees the waker still running the same
@@ -930,6 +1136,8 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, next_slot_fair);
 	tcase_add_test(tc, pinned_no_kicks);
 	tcase_add_test(tc, spin_backs_off_contended);
+	tcase_add_test(tc, drain_moves_off_contended_worker);
+	tcase_add_test(tc, drain_off_moves_nothing);
 	tcase_add_test(tc, stranded_next_slot_stolen);
 	tcase_add_test(tc, stranded_after_displacement);
 	tcase_add_test(tc, join_loop_drains_mailbox);

@@ -41,7 +41,8 @@ typedef struct weft_stats {
 	uint64_t next_steals;     /* threads taken from a busy worker's next slot (in steals too) */
 	uint64_t stack_maps;      /* thread stacks mapped (cache misses: mmap calls) */
 	uint64_t stack_trims;     /* cached stacks unmapped by the idle trim */
-	uint64_t reserved[12];
+	uint64_t drain_moves;     /* wakes sent elsewhere: the thread's last worker drains (DRAIN) */
+	uint64_t reserved[11];
 } weft_stats_t;
 /* 42 counters' room: a new counter takes a reserved field (ABI). */
 _Static_assert(sizeof(weft_stats_t) == 42 * sizeof(uint64_t), "weft_stats_t size is ABI");
