@@ -78,11 +78,20 @@
  *   and a draining worker asleep for good would never lower ndrain.
  *
  * Status
- *   Off by default (WEFT_FEATURES=DRAIN turns it on). Open before it can
- *   be the default: the CI runs the suites in parallel on two loaded CPUs,
- *   where it would drain worker 1 for most of the run and change what the
- *   scheduling tests exercise; and the rule has only been measured on two
- *   workers.
+ *   Off by default (WEFT_FEATURES=DRAIN turns it on), because the rule is
+ *   not right yet: run delay says the CPUs are shared, not whether our
+ *   share of them is worth taking. It pays when the other runnable work is
+ *   what feeds us and is the bottleneck (the echo client above). It loses
+ *   when the server needs more than one CPU and the load generator can
+ *   spare some: examples/run-http.sh (wrk -t2, 50 connections, median of
+ *   2, session 9) gave weft 67.8k requests/s without DRAIN and 47.9k with
+ *   it (nginx 59-63k); at 1,000 connections 68.7k and 47.1k in one run.
+ *   Next: keep a worker only while it adds throughput (compare the
+ *   runtime's completed work per second with and without it, the way an
+ *   adaptive GOMAXPROCS would), rather than a threshold on waiting. Also
+ *   open: the CI runs the suites in parallel on two loaded CPUs, where it
+ *   would drain worker 1 for most of the run; and the rule has only been
+ *   measured on two workers.
  *
  * Atomics: delay_pm/delay_at, ndrain, drain_next and the drain_hold
  * fields are hints, all relaxed: a stale value makes one decision one
