@@ -72,7 +72,8 @@
  *   ones included, so a thread queued on a draining worker is stolen if it
  *   waits there. It can delay one: a moved thread goes to the target's
  *   mailbox, which thieves do not take from, so it waits for the target's
- *   next scheduling point, where it would have run on its own worker (the
+ *   next scheduling point, where on its own idle worker it would have run
+ *   at once (a thread that never yields holds the target that long: the
  *   cooperative limit of README "Limits worth knowing").
  *   DRAIN needs STEAL (WFT_DRAIN_ON): without it idle workers do not tick,
  *   and a draining worker asleep for good would never lower ndrain.
@@ -100,7 +101,6 @@
 #include "runtime/wft.h"
 
 #include <fcntl.h>
-#include <inttypes.h>
 #include <unistd.h>
 
 #define DRAIN_SAMPLE_NS 1000000ull
