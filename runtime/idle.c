@@ -539,14 +539,7 @@ void wft_idle_kick(struct wft_worker *w)
 	if (!atomic_compare_exchange_strong_explicit(&w->sleep, &s, WFT_W_KICKED,
 			memory_order_relaxed, memory_order_relaxed))
 		return;
-	{
-		struct wft_worker *self = wft_worker_self();
-
-		if (self)
-			wft_stat_inc(self, kicks);
-		else
-			wft_stat_os_inc(kicks);
-	}
+	wft_stat_inc_any(wft_worker_self(), kicks);
 	if (w->ring)
 		wft_uring_kick(w);
 	else

@@ -32,16 +32,14 @@ struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *sel
 		return wft_rt.workers[t->pin];
 	/* relaxed: a placement hint */
 	last = atomic_load_explicit(&t->worker, memory_order_relaxed);
-	if (last && wft_worker_draining(last)) {
-		/* DRAIN: move to an active worker (runtime/drain.c); relaxed:
-		 * a hint, as in wft_worker_draining */
+	if (last && WFT_DRAIN_ON()) {
+		/* DRAIN: a thread of a draining worker (one of the ndrain
+		 * highest ids, as in wft_worker_draining) moves to an active one
+		 * (runtime/drain.c); relaxed: a hint, read once here */
 		int active = wft_rt.nworkers - atomic_load_explicit(&wft_rt.ndrain, memory_order_relaxed);
 
-		if (active > 0 && last->id >= active) {
-			if (self)
-				wft_stat_inc(self, drain_moves);
-			else
-				wft_stat_os_inc(drain_moves);
+		if (last->id >= active) {
+			wft_stat_inc_any(self, drain_moves);
 			return wft_rt.workers[last->id % active];
 		}
 	}

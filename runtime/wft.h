@@ -105,10 +105,23 @@ struct wft_stats {
 			      memory_order_relaxed); \
 } while (0)
 
-/* Counters bumped from plain OS threads (no worker) go here, with RMWs. */
+/* Counters bumped from plain OS threads (no worker) go here, with RMWs
+ * (relaxed: counters, summed on read). */
 extern struct wft_stats wft_stats_os;
-#define wft_stat_os_inc(name) \
-	atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.name, 1, memory_order_relaxed)
+#define wft_stat_os_add(name, n) \
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.name, (n), memory_order_relaxed)
+#define wft_stat_os_inc(name) wft_stat_os_add(name, 1)
+
+/* Either: w's counter, or the OS threads' one when w is NULL (the caller
+ * is a plain OS thread). */
+#define wft_stat_add_any(w, name, n) do { \
+	struct wft_worker *wa_ = (w); \
+	if (wa_) \
+		wft_stat_add(wa_, name, n); \
+	else \
+		wft_stat_os_add(name, n); \
+} while (0)
+#define wft_stat_inc_any(w, name) wft_stat_add_any(w, name, 1)
 
 /* ---------------------------------------------------------------------- */
 /* Threads (runtime/thread.c). */

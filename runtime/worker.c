@@ -739,22 +739,14 @@ void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first
 	struct wft_worker *self = wft_worker_self();
 
 	if (wft_feat(MAILBOX)) {
-		if (self)
-			wft_stat_add(self, wakes_remote, n);
-		else
-			atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.wakes_remote, n,
-						  memory_order_relaxed);
+		wft_stat_add_any(self, wakes_remote, n);
 		/* Kick only when the mailbox was empty (see mailbox.c). */
 		if (wft_mailbox_push_chain(&target->mailbox, first, last, n))
 			wft_idle_kick(target);
 		return;
 	}
 	/* NO_MAILBOX: the pre-2011 kernel, lock the target's queue. */
-	if (self)
-		wft_stat_add(self, wakes_locked, n);
-	else
-		atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.wakes_locked, n,
-					  memory_order_relaxed);
+	wft_stat_add_any(self, wakes_locked, n);
 	wft_runq_push_locked_remote(target, first, last, n);
 	/* Surplus (runtime/idle.c): the target cannot notice work inserted
 	 * behind its back as it does when it drains a mailbox, so if workers

@@ -220,13 +220,7 @@ __thread uint64_t wft_mutex_os_id __attribute__((tls_model("initial-exec")));
 
 _Static_assert(_Alignof(struct weft_thread) >= 8, "owner ids need 3 low bits");
 
-#define MSTAT(name) do { \
-	struct wft_worker *w_ = wft_worker_self(); \
-	if (w_) \
-		wft_stat_inc(w_, name); \
-	else \
-		wft_stat_os_inc(name); \
-} while (0)
+#define MSTAT(name) wft_stat_inc_any(wft_worker_self(), name)
 
 static uint32_t os_budget(struct wft_mutex *m)
 {

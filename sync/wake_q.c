@@ -241,14 +241,8 @@ static struct wft_waiter *next_of(struct wft_waiter *wt)
 
 static void stat_inc_flush(struct wft_worker *self, unsigned batches)
 {
-	if (self) {
-		wft_stat_inc(self, wakeq_flushes);
-		wft_stat_add(self, wakeq_batches, batches);
-	} else {
-		wft_stat_os_inc(wakeq_flushes);
-		atomic_fetch_add_explicit((_Atomic uint64_t *)&wft_stats_os.wakeq_batches,
-					  batches, memory_order_relaxed); /* relaxed: counter */
-	}
+	wft_stat_inc_any(self, wakeq_flushes);
+	wft_stat_add_any(self, wakeq_batches, batches);
 }
 
 static void deliver(struct group *g)
