@@ -267,7 +267,8 @@ int weft_init(const weft_config_t *cfg)
 	atomic_store_explicit(&wft_rt.os_born, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.stopping, 0, memory_order_relaxed);
-	/* DRAIN starts with every worker active (runtime/drain.c) */
+	/* DRAIN starts with every worker active (runtime/drain.c); relaxed:
+	 * no worker runs yet, and starting them orders these stores */
 	atomic_store_explicit(&wft_rt.ndrain, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.drain_next, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.drain_hold, 0, memory_order_relaxed);
