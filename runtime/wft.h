@@ -786,6 +786,13 @@ void wft_waiter_wake_sync(struct wft_waiter *wt);
  * sees WOKEN / its token by itself). Nothing of *wt is touched after the
  * WOKEN store. Context: any. May park: no. */
 struct weft_thread *wft_waiter_claim(struct wft_waiter *wt);
+/* Hand-off wake (Go's semrelease with handoff): the caller has just given
+ * the wakee something it must act on at once (a mutex it now owns). From a
+ * weft thread (and with SYNC_WAKE on) the wakee goes to the caller's worker,
+ * next slot, and the caller yields to it, so the hand-off costs a switch and
+ * not a remote wake and kick; otherwise as wft_waiter_wake(). Context: any.
+ * May park: no (a weft-thread caller may be switched out and resumed). */
+void wft_waiter_wake_yield(struct wft_waiter *wt);
 
 /* ---------------------------------------------------------------------- */
 /* Misc (runtime/init.c, thread.c). */

@@ -98,7 +98,9 @@
  *   word is stable now, I4) and decide: the woken waiter in flight is
  *   starving -> store owner = its id (I7); else the head is starving
  *   (HANDOFF, or I5) -> unlink the head, store owner = its id, drop qlock,
- *   wake it (HANDED). Normal mode -> if no woken waiter is in flight and
+ *   wake it (HANDED) onto our own worker and yield to it if we are a weft
+ *   thread (sync/parking.c wft_waiter_wake_yield: the lock is idle until
+ *   the new owner runs, so it must not wait for a remote wake and kick). Normal mode -> if no woken waiter is in flight and
  *   nobody spins (I3, I6), unlink one (pick RUN_NOW: the head, or one that
  *   can run at once on an idle worker) and make it m->woken; store owner 0
  *   with WAITERS per I1 (the lock is free from here on); drop qlock; wake
@@ -616,7 +618,7 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 		wft_slock_unlock(&m->qlock);
 		MSTAT(mutex_handoffs);
 		if (wake)
-			wft_waiter_wake(&sw->w);
+			wft_waiter_wake_yield(&sw->w);   /* runs next, here */
 		return 0;
 	}
 	/* relaxed: a hint; a spinner that gives up re-checks the lock word

@@ -107,3 +107,35 @@ void wft_waiter_wake(struct wft_waiter *wt)
 {
 	waiter_wake(wt, 0);
 }
+
+/*
+ * Hand-off wake. Why: a mutex in hand-off mode gives the lock to a parked
+ * waiter and the lock stays idle until that waiter runs. Woken where it last
+ * ran, that costs a remote wake and, if its worker sleeps, a kick and the
+ * kernel's wake-up latency (tens of us on a VM) per hand-off; with 128
+ * waiters every head has waited 1 ms, hand-off mode never ends, and
+ * examples/test-mutex V 128 fell to ~100k ops/s. Here the wakee runs next on
+ * the caller's worker, at the price of one switch: a queue of N waiters then
+ * cycles in N switches plus holds, well under the 1 ms that keeps hand-off
+ * mode going, so the mode ends by itself.
+ */
+void wft_waiter_wake_yield(struct wft_waiter *wt)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct weft_thread *t;
+
+	if (!w || !w->current || !wft_feat(SYNC_WAKE)) {
+		waiter_wake(wt, 0);
+		return;
+	}
+	t = wft_waiter_claim(wt);
+	if (!t)
+		return;          /* an OS thread, or not parked yet: nothing to place */
+	if (t->pin >= 0) {
+		wft_wake_deliver(t, 0);   /* pinned elsewhere: its own worker */
+		return;
+	}
+	wft_stat_inc(w, wakes_local);
+	wft_worker_push_local(w, t, true);
+	weft_yield();
+}

@@ -242,6 +242,7 @@ struct ho {
 	uint64_t first_ns;        /* how long A holds before its first unlock */
 	_Atomic int w_locked;
 	_Atomic int r1, r2;
+	_Atomic int w_before1, w_before2; /* W had the lock before A's trylock */
 	_Atomic weft_time_t w_queued;     /* just before W's lock call */
 	_Atomic weft_time_t a_unlocked;   /* just before A's first unlock */
 };
@@ -261,10 +262,13 @@ static void *ho_waiter(void *p)
  * queues (A sleeps, W runs and parks at t0), then A unlocks and at once
  * tries to take it back:
  *  - first_ns = 3 ms: W has waited > 1 ms, so the unlock hands the lock to
- *    W without W having run since (I5): A's trylock fails;
+ *    W without W having run since (I5): W owns it before A's trylock, which
+ *    fails (W has not run yet: NO_SYNC_WAKE) or succeeds after W's turn
+ *    (the hand-off wake yields to W, sync/parking.c); never before W;
  *  - first_ns = 0.2 ms: normal mode, W is woken but has not run, A barges
- *    (trylock succeeds); A sleeps 3 ms holding it, W runs, loses after
- *    > 1 ms (HANDOFF), and A's next unlock hands the lock to W. */
+ *    (trylock succeeds, W has not had the lock); A sleeps 3 ms holding it,
+ *    W runs, loses after > 1 ms (HANDOFF), and A's next unlock hands the
+ *    lock to W, again before A's trylock. */
 static void *ho_a(void *p)
 {
 	struct ho *h = p;
@@ -277,11 +281,13 @@ static void *ho_a(void *p)
 	atomic_store(&h->a_unlocked, weft_now_ns());
 	WT_CHECK(weft_mutex_unlock(&h->m) == 0);
 	r = weft_mutex_trylock(&h->m);
+	atomic_store(&h->w_before1, atomic_load(&h->w_locked));
 	atomic_store(&h->r1, r);
 	if (r == 0) {
 		sc_sleep_ms(3);
 		WT_CHECK(weft_mutex_unlock(&h->m) == 0);
 		r = weft_mutex_trylock(&h->m);
+		atomic_store(&h->w_before2, atomic_load(&h->w_locked));
 		atomic_store(&h->r2, r);
 		if (r == 0)
 			WT_CHECK(weft_mutex_unlock(&h->m) == 0);
@@ -311,14 +317,111 @@ START_TEST(test_handoff)
 	{
 		int64_t waited = (int64_t)(atomic_load(&h.a_unlocked) - atomic_load(&h.w_queued));
 
-		if (waited >= 1100000)
-			ck_assert_int_eq(atomic_load(&h.r1), EBUSY);   /* I5 */
-		else if (waited < 900000)
-			ck_assert_int_eq(atomic_load(&h.r1), 0);       /* barged */
-		if (atomic_load(&h.r1) == 0)
-			ck_assert_int_eq(atomic_load(&h.r2), EBUSY);   /* HANDOFF */
+		int r1 = atomic_load(&h.r1), r2 = atomic_load(&h.r2);
+
+		if (waited >= 1100000)          /* I5: handed to W */
+			ck_assert(r1 == EBUSY || (r1 == 0 && atomic_load(&h.w_before1)));
+		else if (waited < 900000)       /* barged past W */
+			ck_assert(r1 == 0 && !atomic_load(&h.w_before1));
+		if (r1 == 0 && !atomic_load(&h.w_before1))   /* HANDOFF */
+			ck_assert(r2 == EBUSY || (r2 == 0 && atomic_load(&h.w_before2)));
 	}
 	ck_assert_uint_ge(s1.mutex_handoffs - s0.mutex_handoffs, 1);
+	ck_assert_int_eq(weft_mutex_destroy(&h.m), 0);
+	wt_shutdown();
+}
+END_TEST
+
+/* A hand-off to a waiter whose worker sleeps runs it on the unlocker's
+ * worker (sync/parking.c wft_waiter_wake_yield): W, unpinned, is spawned on
+ * worker 1 and parks there on the lock that A, pinned on worker 0, holds in
+ * a busy loop (so worker 0 steals nothing); worker 1 goes idle. After 3 ms
+ * W is owed the lock, and A's unlock hands it over. Before the fix W was
+ * woken on worker 1 (a kick, and the lock idle until that worker woke up:
+ * test-mutex V 128 fell to ~100k ops/s), and A's trylock found it still
+ * held; now W takes the lock on worker 0 before A's trylock returns. */
+struct hw {
+	weft_mutex_t m;
+	_Atomic int w_parking;    /* W is about to call lock */
+	_Atomic int w_before, w_got, w_pre, w_post;
+	_Atomic int r;
+};
+
+static void *hw_waiter(void *p)
+{
+	struct hw *h = p;
+
+	atomic_store(&h->w_pre, weft_worker_id());
+	atomic_store(&h->w_parking, 1);
+	WT_CHECK(weft_mutex_lock(&h->m) == 0);
+	atomic_store(&h->w_post, weft_worker_id());
+	atomic_store(&h->w_got, 1);
+	WT_CHECK(weft_mutex_unlock(&h->m) == 0);
+	return NULL;
+}
+
+static void *hw_spawner(void *p)
+{
+	weft_thread_t w;
+
+	WT_CHECK(weft_spawn(&w, hw_waiter, p, NULL) == 0);   /* lands on worker 1 */
+	WT_CHECK(weft_join(w, NULL) == 0);
+	return NULL;
+}
+
+static void *hw_a(void *p)
+{
+	struct hw *h = p;
+	weft_attr_t a;
+	weft_thread_t s;
+	weft_time_t end;
+	weft_stats_t st;
+
+	WT_CHECK(weft_mutex_lock(&h->m) == 0);
+	weft_attr_init(&a);
+	a.worker = 1;
+	WT_CHECK(weft_spawn(&s, hw_spawner, h, &a) == 0);
+	end = sc_ms(2000);
+	while (!atomic_load(&h->w_parking) && weft_now_ns() < end)
+		;                         /* busy: worker 0 must not go idle and steal W */
+	/* W spins at most WFT_MUTEX_SPIN_NS, then parks: wait for its park */
+	do
+		weft_stats_get(&st);
+	while (st.mutex_parks == 0 && weft_now_ns() < end);
+	sc_spin_ns(3000000);              /* W now owed the lock (1 ms) */
+	WT_CHECK(weft_mutex_unlock(&h->m) == 0);
+	atomic_store(&h->r, weft_mutex_trylock(&h->m));
+	atomic_store(&h->w_before, atomic_load(&h->w_got));
+	if (atomic_load(&h->r) == 0)
+		WT_CHECK(weft_mutex_unlock(&h->m) == 0);
+	WT_CHECK(weft_join(s, NULL) == 0);
+	return NULL;
+}
+
+START_TEST(test_handoff_here)
+{
+	struct hw h = { .m = WEFT_MUTEX_INITIALIZER };
+	weft_attr_t a;
+	weft_thread_t t;
+	weft_stats_t s0, s1;
+
+	wt_init_workers(2);
+	s0 = sc_stats();
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&t, hw_a, &h, &a), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	s1 = sc_stats();
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&h.w_got), 1);
+	ck_assert_uint_ge(s1.mutex_handoffs - s0.mutex_handoffs, 1);
+	/* W stolen to worker 0 before it locked: nothing to see; NO_SYNC_WAKE
+	 * turns the placement off */
+	if (atomic_load(&h.w_pre) == 1 && weft_feature("SYNC_WAKE") == 1) {
+		ck_assert_int_eq(atomic_load(&h.w_post), 0);
+		ck_assert_int_eq(atomic_load(&h.r), 0);
+		ck_assert_int_eq(atomic_load(&h.w_before), 1);
+	}
 	ck_assert_int_eq(weft_mutex_destroy(&h.m), 0);
 	wt_shutdown();
 }
@@ -880,6 +983,7 @@ static Suite *mutex_suite(void)
 	tc = wt_tcase(s, "handoff", 20);
 	tcase_add_loop_test(tc, test_handoff, 0, 2);
 	tcase_add_test(tc, test_handoff_woken);
+	tcase_add_test(tc, test_handoff_here);
 	tcase_add_test(tc, test_handoff_bound);
 
 	tc = wt_tcase(s, "spin", 20);
