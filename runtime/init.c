@@ -271,9 +271,8 @@ int weft_init(const weft_config_t *cfg)
 	 * no worker runs yet, and starting them orders these stores */
 	atomic_store_explicit(&wft_rt.ndrain, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.drain_next, 0, memory_order_relaxed);
-	atomic_store_explicit(&wft_rt.drain_hold, 0, memory_order_relaxed);
-	atomic_store_explicit(&wft_rt.drain_hold_until, 0, memory_order_relaxed);
-	atomic_store_explicit(&wft_rt.drain_lowered, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.drain_busy, 0, memory_order_relaxed);
+	memset(&wft_rt.drain, 0, sizeof(wft_rt.drain));
 	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
 
 	rc = wft_worker_start_all();

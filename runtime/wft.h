@@ -520,6 +520,21 @@ struct wft_worker {
 };
 
 /* The runtime (runtime/init.c). */
+/* DRAIN's controller state (runtime/drain.c "The rule"). Written and read
+ * only by the worker holding rt.drain_busy. */
+struct wft_drain_ctl {
+	int phase;            /* DRAIN_NORMAL, _HELD, _WINDOW, _SETTLE */
+	int dir;              /* the probe: +1 one more worker drains, -1 one fewer */
+	int nd0;              /* ndrain before the probe */
+	int k;                /* the probe's window, 0..3 */
+	uint64_t t0, s0;      /* current window: start time, switches then */
+	uint64_t sw[2], ns[2]; /* switches and time, old ndrain [0] and changed [1] */
+	uint64_t until;       /* NORMAL/HELD: no probe before this time */
+	uint64_t hold;        /* HELD's length; doubles while the drain keeps winning */
+	uint64_t backoff;     /* NORMAL's wait after a drain that did not pay */
+	uint64_t quiet_since; /* D below the raise level since then, or 0 */
+};
+
 struct wft_runtime {
 	_Atomic int state;                /* 0 stopped, 1 starting, 2 running, 3 stopping */
 	int nworkers;
@@ -535,9 +550,8 @@ struct wft_runtime {
 	/* DRAIN (runtime/drain.c): the ndrain highest-id workers drain */
 	_Atomic int ndrain;
 	_Atomic uint64_t drain_next;      /* the controller's next run */
-	_Atomic uint64_t drain_hold;      /* current hold (ns) */
-	_Atomic uint64_t drain_hold_until; /* no lowering before this time */
-	_Atomic uint64_t drain_lowered;   /* when ndrain last went down */
+	_Atomic int drain_busy;           /* the controller's try-lock */
+	struct wft_drain_ctl drain;       /* the controller's state, under drain_busy */
 	_Atomic long os_born;             /* spawns from plain OS threads */
 	_Atomic int quiescing;            /* shutdown is waiting for the last exit */
 	_Atomic int stopping;             /* workers exit their loop */

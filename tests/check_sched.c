@@ -513,11 +513,13 @@ START_TEST(spin_backs_off_contended)
 END_TEST
 
 /* DRAIN (runtime/drain.c): while three OS threads keep both CPUs busy, the
- * workers wait for CPUs (the kernel's run delay), so worker 1 drains: a
- * sleeping loop that started on worker 1 is moved to worker 0 at a wake
- * (drain_moves rises) and keeps waking there. After the hogs stop, worker
- * 1 comes back: a thread queued on worker 0 is stolen by it. With DRAIN
- * off, the same load moves nothing. The test thread, and so the workers
+ * workers wait for CPUs (the kernel's run delay), so the rule probes, and
+ * worker 1 drains at least for the probe's trial windows: a sleeping loop
+ * that started on worker 1 is moved to worker 0 at a wake (drain_moves
+ * rises) and keeps waking there. (Whether the drain is kept is the
+ * throughput's call: drain_keeps_needed_cpus below.) After the hogs stop,
+ * worker 1 comes back: a thread queued on worker 0 is stolen by it. With
+ * DRAIN off, the same load moves nothing. The test thread, and so the workers
  * and hogs it creates, run on two CPUs (on a bigger host three hogs would
  * leave CPUs free and cause no run delay). Each phase waits at most 3 s
  * (5 s for the recovery: a loaded CI host may re-raise the drain once). */
@@ -664,6 +666,9 @@ static void drain_case(bool on)
 	for (int i = 0; i < 3; i++)
 		pthread_join(os[i], NULL);
 	weft_stats_get(&s);
+	printf("drain %s: %llu moves, %llu probes, %llu kept a drain\n", on ? "on" : "off",
+	       (unsigned long long)s.drain_moves, (unsigned long long)s.drain_probes,
+	       (unsigned long long)s.drain_raises);
 	if (on)
 		ck_assert_msg(settled, "no sleeper moved to worker 0 and stayed (last wake on %d, "
 			      "%d wakes there in a row, %llu moves)", atomic_load(&p[ns - 1].last),
@@ -676,8 +681,9 @@ static void drain_case(bool on)
 	}
 	if (on) {
 		/* recovery: two busy threads queued on worker 0; worker 1 must
-		 * take one once the drain is over (its hold is at most 640 ms
-		 * after the load is gone) */
+		 * take one once the drain is over (a probe that ends, or a kept
+		 * drain's hold, 200 ms in a run this short, and then a -1 probe
+		 * of 0.2 s) */
 		atomic_store(&drain_spin_stop, 0);
 		a.worker = 0;
 		ck_assert_int_eq(weft_spawn(&launcher, drain_spin_launcher, spin, &a), 0);
@@ -705,6 +711,79 @@ START_TEST(drain_moves_off_contended_worker)
 		return;
 	}
 	drain_case(true);
+}
+END_TEST
+
+/* DRAIN keeps the CPUs a program needs: under the same three hogs, six
+ * unpinned threads that compute (a fixed amount of work, ~25 us here) and
+ * sleep 60 us in turn want almost two CPUs; draining a worker would cut
+ * their share of the two CPUs from 2/5 + 2/5 to 2/4, and their switches
+ * per second with it. So the rule probes (the workers do wait for CPUs,
+ * and go idle when all their threads sleep) and never keeps a drain. The
+ * threshold rule it replaced drained here at once (run delay alone,
+ * session 9), and so does a rule that ignores the probe's throughput
+ * (drain_raises > 0). (With four such threads and 100 us sleeps, under a
+ * CPU of demand, the probes did find one worker faster, and kept it.) */
+static _Atomic int cpu_need_stop;
+#define CPU_NEED_ITERS 20000
+#define CPU_NEED_SLEEP 60000
+#define CPU_NEED_N 6
+
+static void *cpu_need_body(void *arg)
+{
+	volatile uint64_t x = (uintptr_t)arg;
+
+	while (!atomic_load(&cpu_need_stop)) {
+		for (int i = 0; i < CPU_NEED_ITERS; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+		weft_sleep_ns(CPU_NEED_SLEEP);
+	}
+	return NULL;
+}
+
+START_TEST(drain_keeps_needed_cpus)
+{
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	weft_thread_t t[CPU_NEED_N];
+	weft_stats_t s;
+	pthread_t os[3];
+	cpu_set_t cpus;
+
+	if (!schedstat_readable()) {
+		printf("drain_keeps_needed_cpus: no /proc/thread-self/schedstat: skipped\n");
+		return;
+	}
+	two_cpus(&cpus);
+	cfg.workers = 2;
+	cfg.features = "DRAIN";
+	ck_assert_int_eq(weft_init(&cfg), 0);
+	if (weft_feature("DRAIN") != 1 || weft_feature("STEAL") != 1) {
+		printf("drain_keeps_needed_cpus: WEFT_FEATURES overrides DRAIN or turns STEAL off: skipped\n");
+		wt_shutdown();
+		sched_setaffinity(0, sizeof(cpus), &cpus);
+		return;
+	}
+	atomic_store(&burn_stop, 0);
+	atomic_store(&cpu_need_stop, 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_create(&os[i], NULL, os_burner, NULL), 0);
+	for (int i = 0; i < CPU_NEED_N; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], cpu_need_body, (void *)(uintptr_t)(i + 1), NULL), 0);
+	sleep(3);
+	atomic_store(&cpu_need_stop, 1);
+	for (int i = 0; i < CPU_NEED_N; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	atomic_store(&burn_stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(os[i], NULL);
+	weft_stats_get(&s);
+	printf("drain_keeps_needed_cpus: %llu probes, %llu kept a drain, %llu switches\n",
+	       (unsigned long long)s.drain_probes, (unsigned long long)s.drain_raises,
+	       (unsigned long long)s.switches);
+	ck_assert_uint_ge(s.drain_probes, 1);
+	ck_assert_uint_eq(s.drain_raises, 0);
+	wt_shutdown();
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(cpus), &cpus), 0);
 }
 END_TEST
 
@@ -1138,6 +1217,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, spin_backs_off_contended);
 	tcase_add_test(tc, drain_moves_off_contended_worker);
 	tcase_add_test(tc, drain_off_moves_nothing);
+	tcase_add_test(tc, drain_keeps_needed_cpus);
 	tcase_add_test(tc, stranded_next_slot_stolen);
 	tcase_add_test(tc, stranded_after_displacement);
 	tcase_add_test(tc, join_loop_drains_mailbox);

@@ -42,7 +42,9 @@ typedef struct weft_stats {
 	uint64_t stack_maps;      /* thread stacks mapped (cache misses: mmap calls) */
 	uint64_t stack_trims;     /* cached stacks unmapped by the idle trim */
 	uint64_t drain_moves;     /* wakes sent elsewhere: the thread's last worker drains (DRAIN) */
-	uint64_t reserved[11];
+	uint64_t drain_probes;    /* DRAIN throughput probes run (one worker more or fewer draining) */
+	uint64_t drain_raises;    /* DRAIN probes after which one more worker drains */
+	uint64_t reserved[9];
 } weft_stats_t;
 /* 42 counters' room: a new counter takes a reserved field (ABI). */
 _Static_assert(sizeof(weft_stats_t) == 42 * sizeof(uint64_t), "weft_stats_t size is ABI");
