@@ -124,14 +124,19 @@ void wft_waiter_wake_yield(struct wft_waiter *wt)
 	struct wft_worker *w = wft_worker_self();
 	struct weft_thread *t;
 
-	if (!w || !w->current || !wft_feat(SYNC_WAKE)) {
+	/* Normal wake: from an OS thread; with SYNC_WAKE off; without the
+	 * next slot (plain FIFO: the wakee would queue at the tail, and the
+	 * push would kick an idle worker to steal it, found by review); and
+	 * on a draining worker (DRAIN sends threads away from it) */
+	if (!w || !w->current || !wft_feat(SYNC_WAKE) || !wft_feat(NEXT_SLOT) ||
+	    wft_worker_draining(w)) {
 		waiter_wake(wt, 0);
 		return;
 	}
 	t = wft_waiter_claim(wt);
 	if (!t)
 		return;          /* an OS thread, or not parked yet: nothing to place */
-	if (t->pin >= 0) {
+	if (t->pin >= 0 && t->pin != w->id) {
 		wft_wake_deliver(t, 0);   /* pinned elsewhere: its own worker */
 		return;
 	}
