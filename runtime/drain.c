@@ -59,11 +59,17 @@
  *     waits the backoff, which doubles (DRAIN_BACKOFF_NS up to
  *     DRAIN_BACKOFF_MAX_NS) so a server that needs its CPUs loses a
  *     DRAIN_WIN_NS trial every few seconds at most.
- *   - HELD, once the hold is over: D still >= DRAIN_RAISE_PM and a worker
- *     left to drain -> probe +1; else probe -1. A -1 that loses (the
- *     drained runtime was clearly faster) re-drains and doubles the hold (up
- *     to DRAIN_HOLD_MAX_NS); one that wins goes to NORMAL (with the backoff)
- *     or stays HELD with one fewer.
+ *   - HELD, once the hold is over: D still >= DRAIN_RAISE_PM, a worker
+ *     left to drain and the last probe was not a +1 that lost -> probe +1;
+ *     else probe -1. A probe that confirms the drain as it is (a -1 that
+ *     loses: the drained runtime was faster; a +1 that loses) doubles the
+ *     hold (up to DRAIN_HOLD_MAX_NS); a -1 that wins goes to NORMAL (with
+ *     the backoff) or stays HELD with one fewer.
+ *   - A window that ran much longer than planned (no worker went idle to
+ *     close it: the runtime slept, or was busy throughout) says nothing:
+ *     the probe is dropped and ndrain goes back to where it began.
+ *   The controller reads the clock under the try-lock, so its windows are
+ *   measured with one clock read per boundary, in order.
  *   The draining workers are the ndrain highest ids (wft_worker_draining):
  *   no per-worker state to keep consistent, and worker 0 never drains.
  *   Rejected: a threshold rule alone (drain at D >= 500, undrain at
@@ -239,9 +245,12 @@ static void probe(struct wft_worker *w, struct wft_drain_ctl *c, int dir, int nd
  * or not. */
 static void decide(struct wft_worker *w, struct wft_drain_ctl *c, weft_time_t now)
 {
-	/* switches per ms of A (the old ndrain) and B (the changed one) */
-	uint64_t ra = c->sw[0] * 1000000 / (c->ns[0] ? c->ns[0] : 1);
-	uint64_t rb = c->sw[1] * 1000000 / (c->ns[1] ? c->ns[1] : 1);
+	/* rates of A (the old ndrain) and B (the changed one), compared
+	 * without dividing (whole switches per ms were too coarse at low
+	 * rates, found by review): ra ~ sw[0] * ns[1], rb ~ sw[1] * ns[0].
+	 * Under 2^64: switches per window times window ns stays far below
+	 * it (10^7 switches x 10^8 ns x 110 = 10^17). */
+	uint64_t ra = c->sw[0] * c->ns[1], rb = c->sw[1] * c->ns[0];
 	/* To drain one more, the configuration with fewer workers must win
 	 * by DRAIN_GAIN_PCT (and by something: 0 switches against 0 is a
 	 * tie); to stay drained, it must not lose (hysteresis: a drain that
@@ -264,8 +273,12 @@ static void decide(struct wft_worker *w, struct wft_drain_ctl *c, weft_time_t no
 	}
 	if (c->dir > 0 && drained_wins && c->nd0 == 0)
 		c->hold = DRAIN_HOLD_NS;          /* a new drain */
-	else if (c->dir < 0 && drained_wins)
-		c->hold = min_u64(c->hold * 2, DRAIN_HOLD_MAX_NS);   /* confirmed */
+	else if (!(c->dir > 0 && drained_wins))
+		/* the drain as it is was confirmed: by a -1 that lost, or a
+		 * +1 that lost (more than two workers; then the next probe
+		 * goes down, found by review: it repeated the losing +1) */
+		c->hold = min_u64(c->hold * 2, DRAIN_HOLD_MAX_NS);
+	c->down_next = c->dir > 0 && !drained_wins;
 	c->phase = DRAIN_HELD;
 	c->until = now + c->hold;
 }
@@ -282,10 +295,17 @@ static void control(struct wft_worker *w, weft_time_t now)
 
 	if (!c->backoff)
 		c->backoff = DRAIN_BACKOFF_NS;
-	/* our clock read may predate the last holder's (we were preempted
-	 * between it and the lock): then let the next period decide */
-	if (c->phase >= DRAIN_WINDOW && span(now, c->t0) < 0)
+	/* A window or settle time much longer than planned spanned a spell
+	 * without idle entries (the runtime went idle for good, or busy for
+	 * good): its rate says nothing about the configuration (a +1 probe's
+	 * A window stretched over a quiet spell looked slow, and drained for
+	 * nothing; found by review). Drop the probe, back to where it began. */
+	if (c->phase >= DRAIN_WINDOW && now - c->t0 > 2 * DRAIN_WIN_NS) {
+		set_ndrain(c->nd0);
+		c->phase = c->nd0 ? DRAIN_HELD : DRAIN_NORMAL;
+		c->until = now;
 		return;
+	}
 	switch (c->phase) {
 	case DRAIN_NORMAL:
 	case DRAIN_HELD:
@@ -300,10 +320,11 @@ static void control(struct wft_worker *w, weft_time_t now)
 			c->backoff = DRAIN_BACKOFF_NS;
 		if (span(now, c->until) < 0)
 			break;
-		if (d >= DRAIN_RAISE_PM && nd < n - 1)
+		if (d >= DRAIN_RAISE_PM && nd < n - 1 && !c->down_next)
 			probe(w, c, +1, nd, now);
 		else if (nd > 0)
 			probe(w, c, -1, nd, now);
+		c->down_next = false;
 		break;
 	case DRAIN_WINDOW:
 		if (now - c->t0 < DRAIN_WIN_NS)
@@ -372,7 +393,11 @@ void wft_drain_idle(struct wft_worker *w)
 	 * ours; pairs with the release store below */
 	if (atomic_exchange_explicit(&wft_rt.drain_busy, 1, memory_order_acquire))
 		return;
-	control(w, now);
+	/* the clock again: we may have been preempted since the read above
+	 * (likely: probes run when the workers wait for CPUs), and a window
+	 * boundary a few ms off skews a 50 ms window (found by review). Later
+	 * than every earlier holder's, which read theirs under the lock. */
+	control(w, wft_now());
 	/* release: publishes rt.drain to the next holder */
 	atomic_store_explicit(&wft_rt.drain_busy, 0, memory_order_release);
 }

@@ -533,6 +533,7 @@ struct wft_drain_ctl {
 	uint64_t hold;        /* HELD's length; doubles while the drain keeps winning */
 	uint64_t backoff;     /* NORMAL's wait after a drain that did not pay */
 	uint64_t quiet_since; /* D below the raise level since then, or 0 */
+	bool down_next;       /* HELD: the next probe is -1 (a +1 just lost) */
 };
 
 struct wft_runtime {
