@@ -303,7 +303,7 @@ static void control(struct wft_worker *w, weft_time_t now)
 	if (c->phase >= DRAIN_WINDOW && now - c->t0 > 2 * DRAIN_WIN_NS) {
 		set_ndrain(c->nd0);
 		c->phase = c->nd0 ? DRAIN_HELD : DRAIN_NORMAL;
-		c->until = now;
+		c->until = now + DRAIN_BACKOFF_NS;   /* let the load settle first */
 		return;
 	}
 	switch (c->phase) {

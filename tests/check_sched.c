@@ -805,7 +805,7 @@ static void cpu_need_stop_all(pthread_t *os, weft_thread_t *t)
 /* A probe whose first window spans a quiet spell is dropped: the load of
  * drain_keeps_needed_cpus stops as soon as a probe starts (its first
  * window, with both workers, is open), the runtime sleeps 0.5 s with no
- * worker awake to close the window, then the load comes back for 1 s.
+ * worker awake to close the window, then the load comes back for 0.4 s.
  * Closing that window then would count 0.5 s of nothing as the two-worker
  * rate, and the probe's one-worker windows would win by far: a drain for
  * nothing (found by review). Dropped, nothing is kept. */
@@ -841,7 +841,11 @@ START_TEST(drain_drops_probe_over_quiet_spell)
 	ck_assert_uint_ge(s.drain_probes, 1);
 	usleep(500000);
 	cpu_need_start(os, t);
-	sleep(1);
+	/* Long enough for the stale probe to decide (its three remaining
+	 * windows and two settles: ~0.22 s), too short for a fresh probe to
+	 * start after the drop (DRAIN_BACKOFF_NS, 0.5 s) and decide, which
+	 * a loaded host could make win by noise (seen in CI with 1 s) */
+	usleep(400000);
 	cpu_need_stop_all(os, t);
 	weft_stats_get(&s);
 	printf("drain_drops_probe_over_quiet_spell: %llu probes, %llu kept a drain\n",
