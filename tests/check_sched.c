@@ -790,7 +790,11 @@ START_TEST(drain_keeps_needed_cpus)
 	       (unsigned long long)s.switches);
 	if (!WT_DRAIN_SLOW)
 		ck_assert_uint_ge(s.drain_probes, 1);
-	ck_assert_uint_eq(s.drain_raises, 0);
+	/* One noisy win is tolerated (CI once saw a probe win under
+	 * NO_NEXT_SLOT on a loaded host): the -1 probe 0.2 s later gives
+	 * the worker back. A rule that keeps draining raises at every
+	 * probe (3 here, measured with the throughput test removed). */
+	ck_assert_uint_le(s.drain_raises, 1);
 	wt_shutdown();
 	ck_assert_int_eq(sched_setaffinity(0, sizeof(cpus), &cpus), 0);
 }
