@@ -759,28 +759,40 @@ static void *cpu_need_body(void *arg)
 static void cpu_need_start(pthread_t *os, weft_thread_t *t);
 static void cpu_need_stop_all(pthread_t *os, weft_thread_t *t);
 
-START_TEST(drain_keeps_needed_cpus)
+/* Start a 2-worker runtime with DRAIN on two CPUs for the test `name`
+ * (the previous affinity in *cpus). Returns false, having undone all of
+ * it, when the test cannot run here (no schedstat, or WEFT_FEATURES turns
+ * DRAIN or STEAL off). */
+static bool drain_start(const char *name, cpu_set_t *cpus)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+
+	if (!schedstat_readable()) {
+		printf("%s: no /proc/thread-self/schedstat: skipped\n", name);
+		return false;
+	}
+	two_cpus(cpus);
+	cfg.workers = 2;
+	cfg.features = "DRAIN";
+	ck_assert_int_eq(weft_init(&cfg), 0);
+	if (weft_feature("DRAIN") != 1 || weft_feature("STEAL") != 1) {
+		printf("%s: WEFT_FEATURES overrides DRAIN or turns STEAL off: skipped\n", name);
+		wt_shutdown();
+		sched_setaffinity(0, sizeof(*cpus), cpus);
+		return false;
+	}
+	return true;
+}
+
+START_TEST(drain_keeps_needed_cpus)
+{
 	weft_thread_t t[CPU_NEED_N];
 	weft_stats_t s;
 	pthread_t os[3];
 	cpu_set_t cpus;
 
-	if (!schedstat_readable()) {
-		printf("drain_keeps_needed_cpus: no /proc/thread-self/schedstat: skipped\n");
+	if (!drain_start("drain_keeps_needed_cpus", &cpus))
 		return;
-	}
-	two_cpus(&cpus);
-	cfg.workers = 2;
-	cfg.features = "DRAIN";
-	ck_assert_int_eq(weft_init(&cfg), 0);
-	if (weft_feature("DRAIN") != 1 || weft_feature("STEAL") != 1) {
-		printf("drain_keeps_needed_cpus: WEFT_FEATURES overrides DRAIN or turns STEAL off: skipped\n");
-		wt_shutdown();
-		sched_setaffinity(0, sizeof(cpus), &cpus);
-		return;
-	}
 	cpu_need_start(os, t);
 	sleep(3);
 	cpu_need_stop_all(os, t);
@@ -831,27 +843,14 @@ static void cpu_need_stop_all(pthread_t *os, weft_thread_t *t)
  * nothing (found by review). Dropped, nothing is kept. */
 START_TEST(drain_drops_probe_over_quiet_spell)
 {
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 	weft_thread_t t[CPU_NEED_N];
 	weft_stats_t s;
 	pthread_t os[3];
 	cpu_set_t cpus;
 	uint64_t end;
 
-	if (!schedstat_readable()) {
-		printf("drain_drops_probe_over_quiet_spell: no /proc/thread-self/schedstat: skipped\n");
+	if (!drain_start("drain_drops_probe_over_quiet_spell", &cpus))
 		return;
-	}
-	two_cpus(&cpus);
-	cfg.workers = 2;
-	cfg.features = "DRAIN";
-	ck_assert_int_eq(weft_init(&cfg), 0);
-	if (weft_feature("DRAIN") != 1 || weft_feature("STEAL") != 1) {
-		printf("drain_drops_probe_over_quiet_spell: WEFT_FEATURES overrides DRAIN or turns STEAL off: skipped\n");
-		wt_shutdown();
-		sched_setaffinity(0, sizeof(cpus), &cpus);
-		return;
-	}
 	cpu_need_start(os, t);
 	end = weft_now_ns() + 3000000000ull;
 	do
