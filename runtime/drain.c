@@ -1,6 +1,6 @@
 /*
  * runtime/drain.c - giving CPUs back under contention (the DRAIN switch,
- * off by default: an experiment, see "Status").
+ * on by default since session 11, see "Status").
  *
  * What it owns
  *   The per-worker run-delay sample, the runtime's count of draining
@@ -102,15 +102,25 @@
  *   and a draining worker asleep for good would never lower ndrain.
  *
  * Status
- *   Off by default (WEFT_FEATURES=DRAIN turns it on). The threshold rule of
- *   session 9 paid when the other runnable work is what feeds us and is the
- *   bottleneck (the echo client above) and lost when the server needs more
- *   than one CPU and the load generator can spare some: examples/run-http.sh
- *   (wrk -t2, 50 connections, median of 2) gave weft 67.8k requests/s
- *   without DRAIN and 47.9k with it (nginx 59-63k). The throughput rule
- *   above is the answer to that; see the README's "Limits" for its figures.
- *   Still open: the CI runs the suites in parallel on two loaded CPUs, and
- *   the rule has only been measured on two workers.
+ *   On by default since session 11 (WEFT_FEATURES=NO_DRAIN turns it off).
+ *   The threshold rule of session 9 paid when the other runnable work is
+ *   what feeds us and is the bottleneck (the echo client above) and lost
+ *   when the server needs more than one CPU and the load generator can
+ *   spare some: examples/run-http.sh (wrk -t2, 50 connections, median of
+ *   2) gave weft 67.8k requests/s without DRAIN and 47.9k with it (nginx
+ *   59-63k). The throughput rule above is the answer to that. Measured
+ *   before the switch (session 11, one sitting, alternating, 5 s runs):
+ *   HTTP c=50 70k and 93k with, 84k and 96k without; c=1000 78k and 83k
+ *   with, 59k and 58k without; echo at 100 connections 68k, 80k, 93k with,
+ *   69k, 60k, 65k without (epoll 76k, 87k, 72k); at 10 connections a wash
+ *   on a noisy host (66k, 35k, 44k with; 57k, 32k, 53k without). A program
+ *   that computes and sleeps (4 threads, 20,000-multiply chunks, 100 us
+ *   sleeps) under two CPU hogs did 71k, 64k, 66k chunks in 5 s with it and
+ *   61k, 47k, 43k without; pure computation never goes idle, so the rule
+ *   never runs (188k and 186k). On a machine with nothing else running
+ *   the run delay stays low and the rule never probes.
+ *   Still open: measured on two workers only; the first probe costs the
+ *   first ~0.2-0.5 s of a contended run.
  *
  * Atomics: delay_pm/delay_at, ndrain, drain_next and the switch counters
  * are hints, all relaxed: a stale value makes one decision one period late
