@@ -16,6 +16,8 @@ const struct wt_config wt_configs[] = {
 };
 const int wt_nconfigs = sizeof(wt_configs) / sizeof(wt_configs[0]);
 
+const char *wt_features;
+
 void wt_init(int i)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
@@ -23,18 +25,25 @@ void wt_init(int i)
 
 	cfg.workers = wt_configs[i].workers;
 	cfg.pin = wt_configs[i].pin;
+	cfg.features = wt_features;
 	rc = weft_init(&cfg);
 	ck_assert_int_eq(rc, 0);
 	atomic_store(&wt_failure, NULL);
 }
 
-void wt_init_workers(int n)
+void wt_init_features(int n, const char *features)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 
 	cfg.workers = n;
+	cfg.features = features;
 	ck_assert_int_eq(weft_init(&cfg), 0);
 	atomic_store(&wt_failure, NULL);
+}
+
+void wt_init_workers(int n)
+{
+	wt_init_features(n, wt_features);
 }
 
 void wt_shutdown(void)

@@ -59,10 +59,18 @@ struct wt_config {
 extern const struct wt_config wt_configs[];
 extern const int wt_nconfigs;
 
+/* Feature switches wt_init and wt_init_workers put in the config (NULL:
+ * the defaults; WEFT_FEATURES still applies on top). A suite whose tests
+ * check one mechanism in isolation sets it in main(), e.g. the scheduler
+ * suite turns DRAIN off, which under a loaded host moves threads off
+ * worker 1 and stops its steals. */
+extern const char *wt_features;
 /* Start the runtime with configuration i (asserts success). */
 void wt_init(int i);
 /* Start with n workers. */
 void wt_init_workers(int n);
+/* Start with n workers and these feature switches (NULL: defaults). */
+void wt_init_features(int n, const char *features);
 /* Shut the runtime down (asserts success). */
 void wt_shutdown(void);
 
