@@ -72,35 +72,51 @@
 
 WEFT_EXTERN_C_BEGIN
 
-/* read(2), write(2). Context: any. */
+/* read(2), write(2): read up to count bytes / write up to count bytes,
+ * parking the calling weft thread until the kernel completes the call.
+ * Returns the byte count (0 at EOF for read; partial as the kernel returns
+ * it) or -1 and errno as read(2)/write(2). Context: any (an OS thread makes
+ * the plain syscall). */
 WEFT_API ssize_t weft_io_read(int fd, void *buf, size_t count);
 WEFT_API ssize_t weft_io_write(int fd, const void *buf, size_t count);
 
-/* pread(2), pwrite(2): at an explicit offset. Context: any. */
+/* pread(2), pwrite(2): as weft_io_read/weft_io_write at an explicit
+ * offset (the file offset is not moved). Returns as pread(2)/pwrite(2):
+ * the byte count or -1 and errno. Context: any. */
 WEFT_API ssize_t weft_io_pread(int fd, void *buf, size_t count, off_t offset);
 WEFT_API ssize_t weft_io_pwrite(int fd, const void *buf, size_t count, off_t offset);
 
-/* readv(2), writev(2). The iovec array must stay valid until the call
- * returns (it does: the caller is parked meanwhile). Context: any. */
+/* readv(2), writev(2): scatter/gather forms of weft_io_read/write. The
+ * iovec array must stay valid until the call returns (it does: the caller
+ * is parked meanwhile). Returns as readv(2)/writev(2): the byte count or -1
+ * and errno. Context: any. */
 WEFT_API ssize_t weft_io_readv(int fd, const struct iovec *iov, int iovcnt);
 WEFT_API ssize_t weft_io_writev(int fd, const struct iovec *iov, int iovcnt);
 
-/* recv(2), send(2), recvmsg(2), sendmsg(2). MSG_DONTWAIT never parks.
- * Context: any. */
+/* recv(2), send(2), recvmsg(2), sendmsg(2): receive / send on a socket,
+ * parking until data (or room) is there; MSG_DONTWAIT never parks (-1 and
+ * EAGAIN instead), and neither does a socket in O_NONBLOCK mode. Returns as
+ * the syscalls: the byte count (recv: 0 when the peer has shut down) or -1
+ * and errno; send never raises SIGPIPE (EPIPE instead). Context: any. */
 WEFT_API ssize_t weft_io_recv(int fd, void *buf, size_t len, int flags);
 WEFT_API ssize_t weft_io_send(int fd, const void *buf, size_t len, int flags);
 WEFT_API ssize_t weft_io_recvmsg(int fd, struct msghdr *msg, int flags);
 WEFT_API ssize_t weft_io_sendmsg(int fd, const struct msghdr *msg, int flags);
 
-/* accept4(2): returns the new descriptor, flags as accept4 (SOCK_NONBLOCK,
- * SOCK_CLOEXEC). Context: any. */
+/* accept4(2): wait for a connection on listening socket fd and return its
+ * new descriptor, flags as accept4 (SOCK_NONBLOCK, SOCK_CLOEXEC). Returns
+ * the descriptor or -1 and errno (EAGAIN on a non-blocking listener with
+ * nothing pending, EBADF, EINVAL, EMFILE, ...). Context: any. */
 WEFT_API int weft_io_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 
 /* connect(2). Returns 0 or -1 (ECONNREFUSED, ETIMEDOUT, EINPROGRESS on a
  * non-blocking socket, ...). Context: any. */
 WEFT_API int weft_io_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
 
-/* openat(2), close(2), fsync(2). Context: any. */
+/* openat(2), close(2), fsync(2): open a file relative to dirfd, close a
+ * descriptor, flush a file to storage, the weft thread parked meanwhile.
+ * Returns as the syscalls: openat the new descriptor, close and fsync 0;
+ * -1 and errno on failure. Context: any. */
 WEFT_API int weft_io_openat(int dirfd, const char *path, int flags, mode_t mode);
 WEFT_API int weft_io_close(int fd);
 WEFT_API int weft_io_fsync(int fd);

@@ -101,7 +101,8 @@ typedef struct weft_cond {
 
 #define WEFT_COND_INITIALIZER { { 0 } }
 
-/* Returns 0 or EINVAL (c NULL). Context: any. */
+/* Initialise c with no waiters (the same as WEFT_COND_INITIALIZER).
+ * Returns 0 or EINVAL (c NULL). Context: any; no concurrent use of c. */
 WEFT_API int weft_cond_init(weft_cond_t *c);
 
 /* Atomically unlock m and wait for a signal, then relock m. Returns 0,
@@ -207,27 +208,36 @@ typedef struct weft_rwlock {
 
 #define WEFT_RWLOCK_INITIALIZER { { 0 } }
 
-/* Returns 0 or EINVAL (rw NULL). Context: any. */
+/* Initialise rw unlocked (the same as WEFT_RWLOCK_INITIALIZER). Returns 0
+ * or EINVAL (rw NULL). Context: any; no concurrent use of rw. */
 WEFT_API int weft_rwlock_init(weft_rwlock_t *rw);
-/* Returns 0, EINVAL (rw NULL), EDEADLK (the caller holds it for writing),
- * EAGAIN (the reader count would overflow). Context: any. May park: yes. */
+/* Take a read hold, sharing rw with other readers; waits while a writer
+ * holds it or waits for it. Returns 0, EINVAL (rw NULL), EDEADLK (the
+ * caller holds it for writing), EAGAIN (the reader count would overflow).
+ * Context: any. May park: yes. */
 WEFT_API int weft_rwlock_rdlock(weft_rwlock_t *rw);
-/* Returns 0, EINVAL (rw NULL), EDEADLK (the caller holds it for writing).
+/* Take the write hold (exclusive); waits while anyone holds it. Returns 0,
+ * EINVAL (rw NULL), EDEADLK (the caller holds it for writing).
  * Context: any. May park: yes. */
 WEFT_API int weft_rwlock_wrlock(weft_rwlock_t *rw);
-/* Returns 0, EINVAL (rw NULL), EBUSY (a writer holds it or waits),
- * EAGAIN (the reader count would overflow). Context: any. May park: no. */
+/* Take a read hold if that needs no wait. Returns 0, EINVAL (rw NULL),
+ * EBUSY (a writer holds it or waits), EAGAIN (the reader count would
+ * overflow). Context: any. May park: no. */
 WEFT_API int weft_rwlock_tryrdlock(weft_rwlock_t *rw);
-/* Returns 0, EINVAL (rw NULL), EBUSY (held). Context: any. May park: no. */
+/* Take the write hold if nobody holds rw. Returns 0, EINVAL (rw NULL),
+ * EBUSY (held). Context: any. May park: no. */
 WEFT_API int weft_rwlock_trywrlock(weft_rwlock_t *rw);
-/* As rdlock, plus ETIMEDOUT. Context: any. May park: yes. */
+/* weft_rwlock_rdlock, giving up at the absolute deadline. Returns as
+ * rdlock, plus ETIMEDOUT. Context: any. May park: yes. */
 WEFT_API int weft_rwlock_timedrdlock(weft_rwlock_t *rw, weft_time_t deadline);
-/* As wrlock, plus ETIMEDOUT. Context: any. May park: yes. */
+/* weft_rwlock_wrlock, giving up at the absolute deadline. Returns as
+ * wrlock, plus ETIMEDOUT. Context: any. May park: yes. */
 WEFT_API int weft_rwlock_timedwrlock(weft_rwlock_t *rw, weft_time_t deadline);
 /* Release a read or write hold. Returns 0, EINVAL (rw NULL), EPERM (not
  * held, or held for writing by another thread). Context: any. May park: no. */
 WEFT_API int weft_rwlock_unlock(weft_rwlock_t *rw);
-/* Returns 0, EINVAL (rw NULL), EBUSY (held or waited on). Context: any. */
+/* Destroy rw; after 0 its memory may be reused. Returns 0, EINVAL (rw
+ * NULL), EBUSY (held or waited on). Context: any. May park: no. */
 WEFT_API int weft_rwlock_destroy(weft_rwlock_t *rw);
 
 /* ---------------------------------------------------------------------- */
@@ -240,12 +250,14 @@ typedef struct weft_barrier {
 /* Returned by weft_barrier_wait to exactly one caller per generation. */
 #define WEFT_BARRIER_SERIAL_THREAD (-1)
 
-/* Returns 0, EINVAL (b NULL or count 0). Context: any. */
+/* Initialise b for groups of count threads. Returns 0, EINVAL (b NULL or
+ * count 0). Context: any; no concurrent use of b. */
 WEFT_API int weft_barrier_init(weft_barrier_t *b, unsigned count);
 /* Returns WEFT_BARRIER_SERIAL_THREAD to one caller per generation, 0 to the
  * others, or EINVAL (b NULL or not initialised). Context: any. May park: yes. */
 WEFT_API int weft_barrier_wait(weft_barrier_t *b);
-/* Returns 0, EINVAL (b NULL), EBUSY (threads are waiting). Context: any. */
+/* Destroy b; after 0 its memory may be reused. Returns 0, EINVAL (b NULL),
+ * EBUSY (threads are waiting). Context: any. May park: no. */
 WEFT_API int weft_barrier_destroy(weft_barrier_t *b);
 
 /* ---------------------------------------------------------------------- */
@@ -271,13 +283,17 @@ typedef struct weft_waitgroup {
 
 #define WEFT_WAITGROUP_INITIALIZER { { 0 } }
 
-/* Returns 0 or EINVAL (wg NULL). Context: any. */
+/* Initialise wg with the counter at 0 (the same as
+ * WEFT_WAITGROUP_INITIALIZER). Returns 0 or EINVAL (wg NULL).
+ * Context: any; no concurrent use of wg. */
 WEFT_API int weft_waitgroup_init(weft_waitgroup_t *wg);
 /* Add delta (may be negative) to the counter; at 0 every waiter is woken.
  * Returns 0, EINVAL (wg NULL, or the counter would go below 0 or above
  * INT32_MAX; the counter is left unchanged). Context: any. May park: no. */
 WEFT_API int weft_waitgroup_add(weft_waitgroup_t *wg, long delta);
-/* weft_waitgroup_add(wg, -1). Context: any. May park: no. */
+/* Count one task done: weft_waitgroup_add(wg, -1). Returns 0, EINVAL (wg
+ * NULL, or the counter is already 0; it stays 0). Context: any.
+ * May park: no. */
 WEFT_API int weft_waitgroup_done(weft_waitgroup_t *wg);
 /* Block until the counter is 0. Returns 0 or EINVAL (wg NULL).
  * Context: any. May park: yes. */
