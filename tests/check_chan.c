@@ -5,7 +5,8 @@
  *   basic      single-thread semantics (ring, try forms, len/cap, close and
  *              drain), rendezvous and buffered order between threads, select
  *              (ready cases, disabled cases, blocking, stale nodes unlinked),
- *              ping-pong on one worker and across workers
+ *              ping-pong on one worker and across workers; a rendezvous
+ *              ping-pong started on two workers ends up on one (sync wakeup)
  *   errors     every bad input (NULL, elem size 0, bad select cases, ...);
  *              destroy: EBUSY with a blocked call, and waiting for a
  *              completed select's unlink (regression: use after free)
@@ -322,6 +323,117 @@ START_TEST(test_ping_pong)
 	destroy_ok(a.ch[0]);
 	destroy_ok(a.ch[1]);
 	rt_stop();
+}
+END_TEST
+
+/* Sync wakeup (chan.c "Sync wakeup", runtime/wake.c): two unpinned weft
+ * threads ping-pong over rendezvous channels, started on different
+ * workers. Every hand-off is made by a sender that blocks next, so the
+ * first one whose worker has nothing else to run puts its peer in its own
+ * next slot; from then on the wakes are local and the pair stays on one
+ * worker. Without it each wake goes to the peer's last worker and the two
+ * stay apart (seen with the sync path disabled locally: 0 rounds
+ * together). Steals and DRAIN are off here: a steal can also bring the
+ * pair together by chance (then their wakes are local), which would hide
+ * a broken sync wakeup, and a thief could split them. The wake path
+ * honours the hint only for unpinned threads, so each is spawned by a
+ * launcher pinned to its worker (an unpinned child starts on its
+ * spawner's worker). Three quarters of the second half of the rounds
+ * must see both on one worker (1000 of 1000 seen, under load too).
+ * Asserted only where the mechanism is on: SYNC_WAKE and NEXT_SLOT, and
+ * not RANDOMIZE (which makes half the local wakes skip the next slot). */
+#define PPS_N 2000
+struct pps_arg {
+	weft_chan_t *ch[2];
+	_Atomic int ready;            /* both started: exchanges begin */
+	int wa[PPS_N], wb[PPS_N];     /* worker of a / b in round i; each
+	                               * written by its own thread, read after
+	                               * join */
+};
+
+static void *pps_a(void *p)
+{
+	struct pps_arg *a = p;
+	int v;
+
+	while (atomic_load(&a->ready) < 2)
+		weft_yield();
+	for (int i = 0; i < PPS_N; i++) {
+		WT_CHECK(weft_chan_send(a->ch[0], &i) == 0);
+		WT_CHECK(weft_chan_recv(a->ch[1], &v) == 0);
+		WT_CHECK(v == i);
+		a->wa[i] = weft_worker_id();
+	}
+	return NULL;
+}
+
+static void *pps_b(void *p)
+{
+	struct pps_arg *a = p;
+	int v;
+
+	for (int i = 0; i < PPS_N; i++) {
+		WT_CHECK(weft_chan_recv(a->ch[0], &v) == 0);
+		WT_CHECK(v == i);
+		a->wb[i] = weft_worker_id();
+		WT_CHECK(weft_chan_send(a->ch[1], &v) == 0);
+	}
+	return NULL;
+}
+
+struct pps_launch {
+	struct pps_arg *a;
+	void *(*fn)(void *);
+	int worker;                   /* where the child started */
+};
+
+static void *pps_launcher(void *p)
+{
+	struct pps_launch *l = p;
+	weft_attr_t attr = WEFT_ATTR_INITIALIZER;   /* unpinned */
+	weft_thread_t t;
+
+	attr.stack_size = 64 * 1024;
+	l->worker = weft_worker_id();
+	WT_CHECK(weft_spawn(&t, l->fn, l->a, &attr) == 0);
+	atomic_fetch_add(&l->a->ready, 1);
+	WT_CHECK(weft_join(t, NULL) == 0);
+	return NULL;
+}
+
+START_TEST(test_ping_pong_sync_wake)
+{
+	struct pps_arg *a = calloc(1, sizeof(*a));
+	struct pps_launch la, lb;
+	struct runner x, y;
+	int together = 0, check, sync;
+
+	ck_assert_ptr_nonnull(a);
+	a->ch[0] = mkchan(sizeof(int), 0);
+	a->ch[1] = mkchan(sizeof(int), 0);
+	la = (struct pps_launch){ a, pps_a, -1 };
+	lb = (struct pps_launch){ a, pps_b, -1 };
+	/* no thief and no DRAIN move: only the wake path places the pair */
+	wt_init_features(2, "NO_STEAL,NO_DRAIN");
+	sync = weft_feature("SYNC_WAKE");
+	check = sync == 1 && weft_feature("NEXT_SLOT") == 1 && weft_feature("RANDOMIZE") != 1;
+	run_start_on(&y, 0, 1, pps_launcher, &lb);
+	run_start_on(&x, 0, 0, pps_launcher, &la);
+	run_join(&x);
+	run_join(&y);
+	destroy_ok(a->ch[0]);
+	destroy_ok(a->ch[1]);
+	rt_stop();
+	ck_assert_int_eq(la.worker, 0);
+	ck_assert_int_eq(lb.worker, 1);
+	for (int i = PPS_N / 2; i < PPS_N; i++)
+		together += a->wa[i] == a->wb[i];
+	printf("chan ping_pong_sync_wake: SYNC_WAKE=%d rounds together %d of %d (asserted: %s)\n",
+	       sync, together, PPS_N / 2, check ? "yes" : "no");
+	fflush(stdout);
+	if (check)
+		ck_assert_int_ge(together, PPS_N / 2 * 3 / 4);
+	free(a);
 }
 END_TEST
 
@@ -1381,6 +1493,7 @@ static Suite *chan_suite(void)
 	tcase_add_test(tc, test_close_drain);
 	tcase_add_loop_test(tc, test_order_two_threads, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_ping_pong, 0, 2);
+	tcase_add_test(tc, test_ping_pong_sync_wake);
 	tcase_add_test(tc, test_select_ready);
 	tcase_add_test(tc, test_select_closed);
 	tcase_add_loop_test(tc, test_select_blocking, 0, wt_nconfigs);

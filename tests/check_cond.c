@@ -6,7 +6,8 @@
  * errors     NULL, EPERM (mutex not owned), EINVAL (second mutex), EBUSY
  * semantics  signal wakes exactly one waiter, broadcast wakes all, no
  *            spurious returns; broadcast under the mutex moves waiters to
- *            the mutex (they run one at a time)
+ *            the mutex (they run one at a time); broadcast with the mutex
+ *            held wakes each waiter once, with no herd parking on the mutex
  * timeout    timedwait expires with the mutex relocked; signal racing
  *            timeouts loses no ticket; destroy + free right after a
  *            broadcast while a timed waiter's deadline fires (regression:
@@ -286,6 +287,54 @@ START_TEST(test_broadcast_many)
 	ck_assert_int_eq(weft_cond_destroy(&s->c), 0);
 	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
 	wt_assert_no_failure();
+	free(s);
+	wt_shutdown();
+}
+END_TEST
+
+/* Wait morphing, not a herd (cond.c "Signal"/"Broadcast"): n weft waiters
+ * on one cond; this thread holds the mutex while it broadcasts and for
+ * 20 ms after. The broadcast moves every waiter onto the mutex's queue,
+ * so each one is woken once, when the mutex comes its way, and none parks
+ * on the mutex (mutex_parks counts lock_slow parks only; the cond wait's
+ * park is not one). Waking them all instead (seed 003's herd) makes each
+ * wake, find the mutex held for 20 ms more (past any spin budget) and
+ * park on it: mutex_parks grows by about n. Nothing else locks the mutex
+ * in the window (no barger for a woken waiter to lose to), so the
+ * requeue's count is 0 (seen: 0 in every configuration, under TSan too);
+ * the bound n / 4 leaves room and still separates the two. Checked
+ * against a local build whose wft_mutex_requeue woke every record and
+ * let each call wft_mutex_lock_id: 16 of 16 parked, the test failed. */
+START_TEST(test_broadcast_no_herd)
+{
+	struct sem_t_ *s = calloc(1, sizeof(*s));
+	struct sc_group g;
+	weft_stats_t s0, s1;
+	const int n = 16;
+
+	ck_assert_ptr_nonnull(s);
+	wt_init(_i);
+	sc_start(&g, n, 0, sem_waiter, s);
+	wait_queued(s, n);
+	weft_mutex_lock(&s->m);
+	s0 = sc_stats();
+	ck_assert_int_eq(weft_cond_broadcast(&s->c), 0);
+	sc_sleep_ms(20);
+	ck_assert_int_eq(atomic_load(&s->returned), 0);   /* m still held */
+	weft_mutex_unlock(&s->m);
+	sc_join(&g);
+	s1 = sc_stats();
+	printf("cond broadcast_no_herd[%s]: mutex_parks=%llu switches=%llu\n",
+	       wt_configs[_i].name,
+	       (unsigned long long)(s1.mutex_parks - s0.mutex_parks),
+	       (unsigned long long)(s1.switches - s0.switches));
+	fflush(stdout);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&s->returned), n);
+	ck_assert_int_eq(atomic_load(&s->max_inside), 1);
+	ck_assert_uint_le(s1.mutex_parks - s0.mutex_parks, (uint64_t)n / 4);
+	ck_assert_int_eq(weft_cond_destroy(&s->c), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
 	free(s);
 	wt_shutdown();
 }
@@ -610,6 +659,7 @@ static Suite *cond_suite(void)
 	tc = wt_tcase(s, "semantics", 20);
 	tcase_add_loop_test(tc, test_signal_one, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_broadcast_many, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, test_broadcast_no_herd, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);

@@ -8,7 +8,9 @@
  * handoff    a waiter that waited > 1 ms and lost gets the lock handed to
  *            it; how often a waiter is passed over under heavy barging
  *            stays bounded
- * spin       owner spinning happens only with OWNER_SPIN, counters agree
+ * spin       owner spinning happens only with OWNER_SPIN, counters agree;
+ *            no spin while the owner is off CPU or the waiter's worker has
+ *            other work: the waiter parks (mutex_parks)
  * timeout    timedlock expires, succeeds, and races unlocks consistently
  * os_thread  OS threads and weft threads waiting for each other
  */
@@ -785,6 +787,167 @@ START_TEST(test_spin)
 }
 END_TEST
 
+/* The spin rules (mutex.c "Spin"), by counters and by time:
+ * 1. The owner is off CPU (it sleeps holding the lock, on worker 0): a
+ *    waiter on idle worker 1 stops spinning at once and parks. Probed with
+ *    timedlocks whose deadline has passed: each one runs the spin phase,
+ *    then returns ETIMEDOUT before queueing, so it lasts as long as the
+ *    spin did. A spin that ignored the owner's on_cpu would run its whole
+ *    budget (WFT_MUTEX_SPIN_NS, 10 us, a lower bound since the loop checks
+ *    the clock) in every probe; stopping at once takes well under
+ *    SR_SHORT_NS (8 us, below that budget), under TSan too. A quarter of
+ *    the probes must be that short (a probe the host preempts, or one that
+ *    meets the owner awake for its poll, may not be; 170-200 of 200 were
+ *    seen under TSan, 0 without the check). Then a blocking lock must park
+ *    (mutex_parks), with no spin win: the owner unlocks only once it sees
+ *    that park (or after 10 s).
+ * 2. The owner runs (busy, on worker 0) holding the lock; the waiter's own
+ *    worker 1 has another runnable thread (a yielder): the waiter must not
+ *    start a spin phase at all (mutex_spins unchanged) and parks instead.
+ * Both were checked against local builds without the on_cpu check (1: no
+ * probe short) and without the entry has_work check (2: one spin). The
+ * spin-happens side (owner running, waiter's worker idle, OWNER_SPIN on)
+ * is test_spin above. */
+#define SR_PROBES 200
+#define SR_SHORT_NS 8000ull
+#define SR_WAIT_NS 10000000000ull
+
+struct sr {
+	weft_mutex_t m;
+	_Atomic int phase;        /* 1, 2: A holds the lock for that part */
+	_Atomic int probed;       /* part 1: B's probes are over */
+	_Atomic int b_done;       /* part B finished */
+	_Atomic int y_stop;
+	int short_probes;         /* B only; read after join */
+	weft_stats_t p1a, p1b, p2a, p2b;   /* B only: around each part */
+};
+
+static uint64_t parks_now(void)
+{
+	weft_stats_t st;
+
+	weft_stats_get(&st);
+	return st.mutex_parks;
+}
+
+/* A, pinned to worker 0: part 1 holds the lock asleep, part 2 running;
+ * each time until B has parked on it (or SR_WAIT_NS). */
+static void *sr_a(void *arg)
+{
+	struct sr *s = arg;
+	weft_time_t end;
+	uint64_t base;
+
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	base = parks_now();
+	atomic_store(&s->phase, 1);
+	end = weft_now_ns() + SR_WAIT_NS;
+	while (!(atomic_load(&s->probed) && parks_now() > base) && weft_now_ns() < end)
+		sc_sleep_ms(1);
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	while (atomic_load(&s->b_done) < 1)
+		sc_sleep_ms(1);
+
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	base = parks_now();
+	atomic_store(&s->phase, 2);
+	end = weft_now_ns() + SR_WAIT_NS;
+	while (parks_now() == base && weft_now_ns() < end)
+		;   /* running: on_cpu stays set */
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	return NULL;
+}
+
+static void *sr_yielder(void *arg)
+{
+	struct sr *s = arg;
+
+	while (!atomic_load(&s->y_stop))
+		weft_yield();
+	return NULL;
+}
+
+/* B, pinned to worker 1. */
+static void *sr_b(void *arg)
+{
+	struct sr *s = arg;
+	weft_thread_t y;
+	weft_attr_t a;
+
+	/* part 1: nothing else on this worker */
+	while (atomic_load(&s->phase) < 1)
+		sc_sleep_ms(1);
+	weft_stats_get(&s->p1a);
+	for (int i = 0; i < SR_PROBES; i++) {
+		weft_time_t t0 = weft_now_ns();
+		int rc = weft_mutex_timedlock(&s->m, 0);
+
+		if (weft_now_ns() - t0 < SR_SHORT_NS)
+			s->short_probes++;
+		WT_CHECK(rc == ETIMEDOUT);
+		if (rc == 0)
+			WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	}
+	atomic_store(&s->probed, 1);
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	weft_stats_get(&s->p1b);
+	atomic_store(&s->b_done, 1);
+
+	/* part 2: a yielder keeps this worker's runqueue non-empty */
+	weft_attr_init(&a);
+	a.worker = 1;
+	a.stack_size = SC_STACK;
+	WT_CHECK(weft_spawn(&y, sr_yielder, s, &a) == 0);
+	while (atomic_load(&s->phase) < 2)
+		weft_yield();
+	weft_stats_get(&s->p2a);
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	weft_stats_get(&s->p2b);
+	atomic_store(&s->y_stop, 1);
+	WT_CHECK(weft_join(y, NULL) == 0);
+	return NULL;
+}
+
+START_TEST(test_spin_rules)
+{
+	struct sr *s = calloc(1, sizeof(*s));
+	weft_thread_t t[2];
+	weft_attr_t a;
+
+	ck_assert_ptr_nonnull(s);
+	s->m = (weft_mutex_t)WEFT_MUTEX_INITIALIZER;
+	wt_init_workers(2);
+	for (int i = 0; i < 2; i++) {
+		weft_attr_init(&a);
+		a.worker = i;
+		a.stack_size = SC_STACK;
+		ck_assert_int_eq(weft_spawn(&t[i], i ? sr_b : sr_a, s, &a), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	printf("spin_rules: OWNER_SPIN=%d off-cpu owner: %d of %d probes short, spins=%llu "
+	       "wins=%llu parks=%llu; busy worker: spins=%llu parks=%llu\n",
+	       weft_feature("OWNER_SPIN"), s->short_probes, SR_PROBES,
+	       (unsigned long long)(s->p1b.mutex_spins - s->p1a.mutex_spins),
+	       (unsigned long long)(s->p1b.mutex_spin_wins - s->p1a.mutex_spin_wins),
+	       (unsigned long long)(s->p1b.mutex_parks - s->p1a.mutex_parks),
+	       (unsigned long long)(s->p2b.mutex_spins - s->p2a.mutex_spins),
+	       (unsigned long long)(s->p2b.mutex_parks - s->p2a.mutex_parks));
+	fflush(stdout);
+	wt_assert_no_failure();
+	ck_assert_int_ge(s->short_probes, SR_PROBES / 4);
+	ck_assert_uint_eq(s->p1b.mutex_spin_wins - s->p1a.mutex_spin_wins, 0);
+	ck_assert_uint_ge(s->p1b.mutex_parks - s->p1a.mutex_parks, 1);
+	ck_assert_uint_eq(s->p2b.mutex_spins - s->p2a.mutex_spins, 0);
+	ck_assert_uint_ge(s->p2b.mutex_parks - s->p2a.mutex_parks, 1);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
+	free(s);
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* timeout */
 
@@ -995,6 +1158,7 @@ static Suite *mutex_suite(void)
 
 	tc = wt_tcase(s, "spin", 20);
 	tcase_add_test(tc, test_spin);
+	tcase_add_test(tc, test_spin_rules);
 
 	tc = wt_tcase(s, "timeout", 20);
 	tcase_add_test(tc, test_timeout);
