@@ -16,22 +16,40 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/io_uring.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <weft/io.h>
+
+/* weft turns io_uring off by itself on Valgrind (runtime/uring.c), so the
+ * tests that expect a ring skip there (as in check_context.c). */
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define WT_ON_VALGRIND() RUNNING_ON_VALGRIND
+#endif
+#ifndef WT_ON_VALGRIND
+#define WT_ON_VALGRIND() 0
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* Helpers */
@@ -161,6 +179,24 @@ static int listen_loopback(struct sockaddr_in *sa, int backlog)
 static bool uring_expected(void)
 {
 	return weft_feature("URING") == 1;
+}
+
+/* Can this process make an io_uring with setup flags `flags`? Asks the
+ * kernel directly (io_uring_setup(2) on a 2-entry ring, then close),
+ * independently of weft, so a test can tell "the kernel refuses" from "the
+ * runtime did not use it". */
+static bool uring_probe(unsigned flags)
+{
+	struct io_uring_params p;
+	long fd;
+
+	memset(&p, 0, sizeof(p));
+	p.flags = flags;
+	fd = syscall(__NR_io_uring_setup, 2, &p);
+	if (fd < 0)
+		return false;
+	close((int)fd);
+	return true;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -702,6 +738,78 @@ START_TEST(errnos)
 }
 END_TEST
 
+/* Non-blocking descriptors keep their meaning on every call, not only on
+ * read/recv (errnos): from a weft thread,
+ *   - accept on an O_NONBLOCK listener with nothing pending fails with
+ *     EAGAIN (a call that parked would wait for a connection that never
+ *     comes: the test times out);
+ *   - connect on an O_NONBLOCK socket to a listening loopback port returns
+ *     0 or EINPROGRESS, and the connection then completes (POLLOUT,
+ *     SO_ERROR 0, accepted, a byte goes through);
+ *   - send on a full socketpair fails with EAGAIN, both with MSG_DONTWAIT
+ *     and on an O_NONBLOCK socket without it, and succeeds again once the
+ *     peer drained it (so the EAGAIN was the full buffer, not an error). */
+static void *nonblock_cases(void *arg)
+{
+	int lfd = *(int *)arg, c, a, sv[2], err = -1, filled = 0;
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa), elen = sizeof(err);
+	static char big[1 << 16];
+	char buf[64] = "";
+	ssize_t n;
+
+	/* accept: nothing pending */
+	WT_CHECK(weft_io_accept(lfd, NULL, NULL, SOCK_CLOEXEC) == -1 && weft_errno() == EAGAIN);
+	/* connect: in progress (or done at once on loopback), then completes */
+	WT_CHECK(getsockname(lfd, (struct sockaddr *)&sa, &len) == 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	WT_CHECK(c >= 0);
+	n = weft_io_connect(c, (struct sockaddr *)&sa, sizeof(sa));
+	WT_CHECK(n == 0 || (n == -1 && weft_errno() == EINPROGRESS));
+	WT_CHECK(weft_io_poll(c, POLLOUT, 5000) & POLLOUT);
+	WT_CHECK(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err == 0);
+	WT_CHECK(weft_io_poll(lfd, POLLIN, 5000) & POLLIN);
+	a = weft_io_accept(lfd, NULL, NULL, SOCK_CLOEXEC);
+	WT_CHECK(a >= 0);
+	WT_CHECK(weft_io_send(c, "n", 1, 0) == 1);
+	WT_CHECK(weft_io_recv(a, buf, 1, 0) == 1 && buf[0] == 'n');
+	close(a);
+	close(c);
+	/* send: fill sv[0] (plain non-blocking sends, big then 1 byte) */
+	WT_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	for (size_t chunk = sizeof(big); chunk; chunk = chunk > 1 ? 1 : 0)
+		for (int i = 0; i < 100000 && send(sv[0], big, chunk, MSG_DONTWAIT) > 0; i++)
+			filled++;
+	WT_CHECK(filled > 0);
+	WT_CHECK(send(sv[0], big, 1, MSG_DONTWAIT) == -1 && weft_errno() == EAGAIN);
+	WT_CHECK(weft_io_send(sv[0], "x", 1, MSG_DONTWAIT) == -1 && weft_errno() == EAGAIN);
+	WT_CHECK(fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
+	WT_CHECK(weft_io_send(sv[0], "x", 1, 0) == -1 && weft_errno() == EAGAIN);
+	WT_CHECK(weft_io_write(sv[0], "x", 1) == -1 && weft_errno() == EAGAIN);
+	/* drained: room again */
+	while (recv(sv[1], big, sizeof(big), MSG_DONTWAIT) > 0)
+		;
+	WT_CHECK(weft_io_send(sv[0], "x", 1, 0) == 1);
+	close(sv[0]);
+	close(sv[1]);
+	return NULL;
+}
+
+START_TEST(nonblock_eagain)
+{
+	struct sockaddr_in sa;
+	int lfd;
+
+	wt_init(_i);
+	lfd = listen_loopback(&sa, 4);
+	ck_assert_int_eq(fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK), 0);
+	join(spawn_on(-1, nonblock_cases, &lfd));
+	close(lfd);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* timeout */
 
@@ -1089,21 +1197,82 @@ static void run_pairs(int n, void *(*fn)(void *))
 	}
 }
 
+/* migrating_pairs also shows that threads do move: each side counts
+ * itself once if weft_worker_id() differed across one exchange's I/O
+ * calls (parked on one worker, resumed on another: runtime/uring.c I3).
+ * With STEAL on and 2+ workers that must happen; runs with fewer
+ * workers, or with STEAL off, only print the count. The first side of
+ * each pair decides when the pair stops: after ROUNDS, once some thread
+ * (any pair) has moved or MIG_WAIT_NS has passed; it sends -1 to end the
+ * pair. So a slow host (sanitizers, a parallel make) gets more rounds
+ * rather than a failure, while a scheduler that never moves a thread
+ * off a worker with a backlog fails. */
+#define MIG_WAIT_NS (10 * 1000000000ull)
+static _Atomic int mig_moved;        /* sides that saw a move */
+static weft_time_t mig_deadline;     /* written before the spawns */
+static bool mig_want;                /* ditto: a move is required */
+
 static void *mig_side(void *arg)
 {
-	for (int i = 0; i < ROUNDS; i++) {
-		pair_round(arg, i);
+	int fd = (int)(intptr_t)arg & 0xffff, first = (int)(intptr_t)arg >> 16;
+	bool moved = false, ok = true;
+
+	for (int i = 0; ok; i++) {
+		int w0 = weft_worker_id(), v = i, back = -1;
+
+		if (first) {
+			if (i >= ROUNDS && (!mig_want || atomic_load(&mig_moved) > 0 ||
+					    weft_now_ns() > mig_deadline))
+				v = -1;
+			ok = weft_io_write(fd, &v, sizeof(v)) == sizeof(v);
+			WT_CHECK(ok);
+			if (!ok || v == -1)
+				break;
+			ok = read_all(fd, &back, sizeof(back)) && back == i;
+			WT_CHECK(ok);
+		} else {
+			ok = read_all(fd, &back, sizeof(back));
+			WT_CHECK(ok);
+			if (!ok || back == -1)
+				break;
+			WT_CHECK(back == i);
+			ok = weft_io_write(fd, &back, sizeof(back)) == sizeof(back);
+			WT_CHECK(ok);
+		}
+		if (!moved && weft_worker_id() != w0) {
+			moved = true;
+			atomic_fetch_add(&mig_moved, 1);
+		}
 		if (i % 7 == 0)
 			weft_yield();
 	}
+	if (!ok)
+		shutdown(fd, SHUT_RDWR);   /* the peer reads EOF and ends too */
 	return NULL;
 }
 
 START_TEST(migrating_pairs)
 {
+	weft_stats_t a, b;
+	int moved;
+
 	wt_init(_i);
+	atomic_store(&mig_moved, 0);
+	mig_want = weft_feature("STEAL") == 1 && weft_workers() >= 2;
+	mig_deadline = weft_now_ns() + MIG_WAIT_NS;
+	ck_assert_int_eq(weft_stats_get(&a), 0);
 	run_pairs(PAIRS, mig_side);
+	ck_assert_int_eq(weft_stats_get(&b), 0);
 	wt_assert_no_failure();
+	moved = atomic_load(&mig_moved);
+	printf("migrating_pairs[%s]: %d of %d threads moved across an I/O call "
+	       "(steals %llu, migrations %llu)%s\n", wt_configs[_i].name, moved, 2 * PAIRS,
+	       (unsigned long long)(b.steals - a.steals),
+	       (unsigned long long)(b.migrations - a.migrations), mig_want ? "" : ", not required");
+	fflush(stdout);
+	if (mig_want)
+		ck_assert_msg(moved > 0, "STEAL on, %d workers: no thread resumed on another worker "
+			      "across an I/O call in %llu s", weft_workers(), MIG_WAIT_NS / 1000000000ull);
 	wt_shutdown();
 }
 END_TEST
@@ -1153,7 +1322,16 @@ static void *backend_probe(void *arg)
 }
 
 /* The backend matches WEFT_FEATURES; with io_uring, SQEs of runnable
- * threads are submitted in batches (far fewer enters than SQEs). */
+ * threads are submitted in batches (far fewer enters than SQEs).
+ * io_uring is used by default: when the kernel gives this process a ring
+ * (uring_probe), URING is on and we are not on Valgrind, every worker must
+ * report a ring, and when the kernel takes COOP_TASKRUN (5.19+) the chosen
+ * mode must be a TASKRUN one (Setup in runtime/uring.c): fails if the
+ * runtime silently falls back to the offload pool, or steps down to the
+ * flagless mode (task-work IPIs while threads run) on a kernel that has
+ * the better ones. (A memlock limit that refuses the runtime's larger
+ * rings but not the 2-entry probe would fail it too: only kernels before
+ * 5.12 charge rings to memlock.) */
 START_TEST(backend_and_batching)
 {
 	enum { N = BATCH_N };
@@ -1182,6 +1360,20 @@ START_TEST(backend_and_batching)
 	if (!uring_expected()) {
 		ck_assert_int_eq(uring, 0);
 		ck_assert_ptr_nonnull(strstr(desc, "NO_URING"));
+	} else if (WT_ON_VALGRIND() || !uring_probe(0)) {
+		printf("io backend: kernel gives no io_uring here (or Valgrind): default not checked\n");
+	} else {
+		char want[64];
+
+		snprintf(want, sizeof(want), "io_uring on %d/%d workers", weft_workers(), weft_workers());
+		ck_assert_msg(uring == 1, "io_uring works here but the backend is: %s", desc);
+		ck_assert_msg(strstr(desc, want), "want \"%s\" in: %s", want, desc);
+		if (uring_probe(IORING_SETUP_COOP_TASKRUN))
+			ck_assert_msg(strstr(desc, "COOP_TASKRUN") || strstr(desc, "DEFER_TASKRUN"),
+				      "kernel takes COOP_TASKRUN but the ring has neither: %s", desc);
+		if (uring_probe(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG))
+			ck_assert_msg(strstr(desc, "TASKRUN_FLAG"),
+				      "kernel takes TASKRUN_FLAG but the ring lacks it: %s", desc);
 	}
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	ck_assert_int_eq(fcntl(p[1], F_SETPIPE_SZ, 1 << 16) >= N, 1);
@@ -1210,6 +1402,196 @@ START_TEST(backend_and_batching)
 	close(p[0]);
 	close(p[1]);
 	wt_shutdown();
+}
+END_TEST
+
+/* The real "io_uring unavailable" path (runtime/uring.c, Setup: ring
+ * creation fails with ENOSYS/EPERM, the worker keeps no ring and its
+ * threads' I/O takes the fallback), which NO_URING does not reach: it
+ * skips ring creation. A forked child installs a seccomp filter that makes
+ * io_uring_setup(2) fail with ENOSYS, then starts the runtime, moves bytes
+ * through a pipe with weft_io_write/weft_io_read (the reader waits: the
+ * writer sleeps first), and checks that weft_io_backend() and WEFT_STATS
+ * report the fallback with the reason. Fails if setup treats the error as
+ * fatal (weft_init fails), if I/O on a worker without a ring hangs or
+ * loses bytes, or if the report names the wrong reason. All the seccomp
+ * work happens in the child (a filter cannot be removed), and nothing is
+ * started in the parent before the fork: fork copies only the calling
+ * thread, and Check may run tests unforked (CK_FORK=no). */
+#if defined(__x86_64__)
+#define WT_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define WT_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+enum { FB_BYTES = 4096 };
+
+static void *fb_writer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[FB_BYTES];
+
+	for (int i = 0; i < FB_BYTES; i++)
+		buf[i] = (char)(i * 7 + 3);
+	weft_sleep_ns(10 * 1000000ull);   /* the reader waits for the data */
+	WT_CHECK(write_all(fd, buf, sizeof(buf)));
+	return NULL;
+}
+
+static void *fb_reader(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[FB_BYTES];
+	bool same = true;
+
+	WT_CHECK(read_all(fd, buf, sizeof(buf)));
+	for (int i = 0; i < FB_BYTES; i++)
+		same &= buf[i] == (char)(i * 7 + 3);
+	WT_CHECK(same);
+	return NULL;
+}
+
+#ifdef WT_AUDIT_ARCH
+/* io_uring_setup fails with ENOSYS, everything else is allowed; a system
+ * call made through another ABI (other numbers) kills the process. */
+static int deny_io_uring_setup(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, WT_AUDIT_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* Report a failure of the fallback child on stderr; returns 1 (its exit
+ * status). */
+__attribute__((format(printf, 1, 2)))
+static int fb_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fallback child: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+/* The child of uring_unavailable_fallback. No ck_assert here (the child
+ * is not the test process): returns 0, or 1 after saying what failed. */
+static int fallback_child(int cfgi)
+{
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	weft_thread_t r, w;
+	weft_stats_t st;
+	char desc[256] = "", *stats = NULL, reason[128];
+	size_t len = 0;
+	FILE *f;
+	int p[2], rc;
+
+	if (deny_io_uring_setup() != 0)
+		return fb_fail("seccomp filter not installed: %s", strerror(errno));
+	if (uring_probe(0) || errno != ENOSYS)
+		return fb_fail("io_uring_setup not denied by the filter (errno %d)", errno);
+	/* URING on even in the NO_URING run (check_io_nouring.sh): it is the
+	 * kernel's refusal that is tested here; the other switches stay (the
+	 * last mention of a name wins) */
+	if (getenv("WEFT_FEATURES")) {
+		char feats[256];
+
+		snprintf(feats, sizeof(feats), "%s,URING", getenv("WEFT_FEATURES"));
+		setenv("WEFT_FEATURES", feats, 1);
+	}
+	cfg.workers = wt_configs[cfgi].workers;
+	cfg.pin = wt_configs[cfgi].pin;
+	cfg.features = wt_features;
+	if ((rc = weft_init(&cfg)) != 0)
+		return fb_fail("weft_init: %s", strerror(rc));
+	atomic_store(&wt_failure, NULL);
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		rc = fb_fail("pipe2: %s", strerror(errno));
+		goto out;
+	}
+	/* from a weft thread: every worker has set up (or not) its ring */
+	if (weft_spawn(&r, backend_probe, desc, NULL) != 0 || weft_join(r, NULL) != 0) {
+		rc = fb_fail("backend probe thread");
+		goto out;
+	}
+	if (weft_spawn(&r, fb_reader, (void *)(intptr_t)p[0], NULL) != 0 ||
+	    weft_spawn(&w, fb_writer, (void *)(intptr_t)p[1], NULL) != 0) {
+		rc = fb_fail("spawn");   /* weft_shutdown waits for a reader */
+		goto out;
+	}
+	weft_join(w, NULL);
+	weft_join(r, NULL);
+	close(p[0]);
+	close(p[1]);
+	snprintf(reason, sizeof(reason), "io_uring unavailable: %s", strerror(ENOSYS));
+	/* WEFT_STATS ends with the same line */
+	f = open_memstream(&stats, &len);
+	if (f) {
+		weft_stats_print(f);
+		fclose(f);
+	}
+	if (atomic_load(&wt_failure))
+		rc = fb_fail("%s", atomic_load(&wt_failure));
+	else if (backend_result != 0 || !strstr(desc, reason))
+		rc = fb_fail("backend %d \"%s\", want 0 and \"%s\"", backend_result, desc, reason);
+	else if (!stats || !strstr(stats, reason))
+		rc = fb_fail("WEFT_STATS does not say \"%s\":\n%s", reason, stats ? stats : "");
+	else if (weft_stats_get(&st) != 0 || st.io_sqes != 0)
+		rc = fb_fail("%llu io_uring SQEs without a ring", (unsigned long long)st.io_sqes);
+	else
+		printf("fallback child [%s]: %s\n", wt_configs[cfgi].name, desc);
+	free(stats);
+	fflush(stdout);
+out:
+	if (weft_shutdown() != 0)
+		rc = fb_fail("weft_shutdown");
+	return rc;
+}
+#endif
+
+START_TEST(uring_unavailable_fallback)
+{
+#ifdef WT_AUDIT_ARCH
+	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+	unsigned limit = 20 * (m && atoi(m) > 1 ? (unsigned)atoi(m) : 1);
+	pid_t pid;
+	int status;
+
+	if (WT_ON_VALGRIND()) {
+		printf("uring_unavailable_fallback: skipped on Valgrind (no io_uring there anyway)\n");
+		return;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* a hung child dies by SIGALRM even if the test is killed */
+		alarm(limit);
+		_exit(fallback_child(_i));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status), "fallback child killed by signal %d%s",
+		      WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+		      WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (hung)" : "");
+	ck_assert_msg(WEXITSTATUS(status) == 0, "fallback child failed (its stderr says why)");
+#else
+	(void)_i;
+	printf("uring_unavailable_fallback: skipped (no seccomp arch for this build)\n");
+#endif
 }
 END_TEST
 
@@ -1423,6 +1805,8 @@ static Suite *io_suite(void)
 	tc = wt_tcase(s, "errors", 30);
 	tcase_add_loop_test(tc, errnos, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, send_no_sigpipe, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, nonblock_eagain, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, uring_unavailable_fallback, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "timeout", 30);
 	tcase_add_loop_test(tc, timeouts, 0, wt_nconfigs);
