@@ -193,6 +193,7 @@ static struct set_buf *set_bufs; /* [nsets] */
 static struct sembuf *sem_ops;   /* [BATCH_OPS], mode 0 */
 static uint64_t batches_issued;  /* number of groups issued (stderr stats) */
 static int opt_verbose;          /* -v: time the poster's scan and issue phases */
+static int opt_unpinned;         /* -u: weft modes leave light threads unpinned */
 static uint64_t scan_ns, issue_ns;
 
 static void die(const char *what)
@@ -678,7 +679,9 @@ static void spawn_weft(void)
 	attr.stack_size = WORKER_STACK;
 	attr.detached = 1;
 	for (int i = 0; i < opt_threads; i++) {
-		attr.worker = i % nw; /* round-robin pinning (weft_attr_t.worker) */
+		/* round-robin pinning (weft_attr_t.worker); -u: the runtime
+		 * places them (wake placement decides where each wakee runs) */
+		attr.worker = opt_unpinned ? -1 : i % nw;
 		err = weft_spawn(NULL, worker_main, &workers[i], &attr);
 		if (err)
 			die_errno("weft_spawn", err);
@@ -688,7 +691,7 @@ static void spawn_weft(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: sembench [-t threads] [-w wakenum] [-r runtime] [-o mode] [-T] [-s secs] [-v] [-h]\n"
+		"usage: sembench [-t threads] [-w wakenum] [-r runtime] [-o mode] [-T] [-s secs] [-v] [-u] [-h]\n"
 		"  -t N  worker threads (default 2048)\n"
 		"  -w N  max workers woken per poster iteration (default 256)\n"
 		"  -r N  run time in seconds (default 30)\n"
@@ -697,7 +700,9 @@ static void usage(void)
 		"  -T    timeout test: workers of every 5th set wait with a 1 ns timeout\n"
 		"        (modes 0, 3, 4)\n"
 		"  -s N  setup sleep of mode 0 in seconds (default 10, as the original)\n"
-		"  -v    time the poster's scan and post phases (modes 0, 3, 4; stderr)\n");
+		"  -v    time the poster's scan and post phases (modes 0, 3, 4; stderr)\n"
+		"  -u    weft modes: light threads unpinned, placed by the runtime\n"
+		"        (default: pinned round-robin to the weft workers)\n");
 }
 
 static int parse_int(const char *s, int min)
@@ -721,6 +726,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "-v")) {
 			opt_verbose = 1;
+		} else if (!strcmp(a, "-u")) {
+			opt_unpinned = 1;
 		} else if (!strcmp(a, "-T")) {
 			opt_timeout_test = 1;
 		} else if (val && !strcmp(a, "-t")) {

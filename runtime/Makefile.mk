@@ -12,6 +12,7 @@ libweft_la_SOURCES += \
 	runtime/stats.c \
 	runtime/thread.c \
 	runtime/timer.c \
+	runtime/topology.c \
 	runtime/uring.c \
 	runtime/wake.c \
 	runtime/worker.c
@@ -35,6 +36,7 @@ noinst_HEADERS += \
 	runtime/list.h \
 	runtime/sanitizer.h \
 	runtime/runq.h \
+	runtime/topology.h \
 	runtime/wft.h
 
 EXTRA_DIST += runtime/features.def runtime/stats.def \

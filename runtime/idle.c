@@ -17,7 +17,7 @@
  * Order of an idle round (wft_idle_run):
  *   1. steal from a random victim (half of its queue, from its public ring; runq.c);
  *   2. spin: poll mailbox, victims, the io_uring and timers for IDLE_SPIN_NS, if fewer
- *      than max(1, nworkers / 2) workers are already spinning (Go's rule:
+ *      than spinners_max() workers are already spinning (Go's rule:
  *      spinning workers cost CPU, a few suffice to pick up new work);
  *   3. park (below).
  *
@@ -64,6 +64,7 @@
  * surplus: see worker.c).
  */
 #include "runtime/wft.h"
+#include "runtime/topology.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -106,27 +107,84 @@
 #define SPIN_BACKOFF_NS 10000000
 #define SPIN_BACKOFF_MAX_NS 320000000
 
+/* How many workers may spin for work at once: half of the workers (Go's
+ * rule: spinners cost CPU, a few find new work), but no more than half of
+ * the CPUs the process may use. Oversubscribed (64 workers on 2 CPUs),
+ * 32 spinners would take the CPUs from the workers that have work and
+ * from the wakers that make it; one spinner per two CPUs still picks up
+ * a burst, and the ones it finds chain the next (found_work). */
+static int spinners_max(void)
+{
+	int n = wft_rt.nworkers < wft_rt.ncpu ? wft_rt.nworkers : wft_rt.ncpu;
+
+	return n / 2 > 1 ? n / 2 : 1;
+}
+
 /* Steal from the victims' public rings, then (I5 of runtime/worker.c)
- * from a busy victim's next slot. */
+ * from a busy victim's next slot. Victims of the thief's own LLC domain
+ * come first (runtime/topology.c), each group in a random rotation; at
+ * most STEAL_TRIES victims a call, so that a call costs O(1) remote lines
+ * whatever the number of workers (64 workers spinning on 2 CPUs read 63
+ * runqueue lines per poll otherwise: 120 M steal attempts in a 3 s
+ * sembench). The spin loop calls it again and again, and the rotation
+ * covers every victim within a few calls; the park re-check looks at all
+ * of them once (below) and leaves the one it saw work on as w->steal_hint,
+ * tried first. */
+#define STEAL_TRIES 8
+
+static struct weft_thread *steal_from(struct wft_worker *w, struct wft_worker *v)
+{
+	struct weft_thread *t;
+
+	wft_stat_inc(w, steal_attempts);
+	t = wft_runq_steal(w, v);
+	if (!t)
+		t = wft_worker_steal_next(w, v);
+	return t;
+}
+
 static struct weft_thread *try_steal(struct wft_worker *w)
 {
-	int n = wft_rt.nworkers;
-	unsigned start;
+	int n = wft_rt.nworkers, dom, dn, tries = STEAL_TRIES;
+	const int *mem;
+	unsigned r;
+	struct weft_thread *t;
 
 	if (n < 2 || !wft_feat(STEAL) || wft_worker_draining(w))
 		return NULL;
-	start = (unsigned)(wft_xorshift(&w->rng) % (uint64_t)n);
-	for (int i = 0; i < n; i++) {
-		struct wft_worker *v = wft_rt.workers[(start + (unsigned)i) % (unsigned)n];
-		struct weft_thread *t;
+	if (w->steal_hint) {
+		struct wft_worker *v = w->steal_hint;
+
+		w->steal_hint = NULL;
+		if ((t = steal_from(w, v)) != NULL)
+			return t;
+		tries--;
+	}
+	r = (unsigned)wft_xorshift(&w->rng);
+	dom = wft_topo.dom_of[w->id];
+	mem = &wft_topo.members[wft_topo.start[dom]];
+	dn = wft_topo_dom_size(dom);
+	/* own domain (w itself is one of them) */
+	for (int i = 0; i < dn && tries > 0; i++) {
+		struct wft_worker *v = wft_rt.workers[mem[(r + (unsigned)i) % (unsigned)dn]];
 
 		if (v == w)
 			continue;
-		wft_stat_inc(w, steal_attempts);
-		t = wft_runq_steal(w, v);
-		if (!t)
-			t = wft_worker_steal_next(w, v);
-		if (t)
+		tries--;
+		if ((t = steal_from(w, v)) != NULL)
+			return t;
+	}
+	if (dn == n)
+		return NULL;
+	/* then the others, by worker id from a random point */
+	r >>= 8;
+	for (int i = 0; i < n && tries > 0; i++) {
+		struct wft_worker *v = wft_rt.workers[(r + (unsigned)i) % (unsigned)n];
+
+		if (wft_topo.dom_of[v->id] == dom)
+			continue;
+		tries--;
+		if ((t = steal_from(w, v)) != NULL)
 			return t;
 	}
 	return NULL;
@@ -157,6 +215,11 @@ static struct weft_thread *try_steal(struct wft_worker *w)
  * the two loads sees the other's update. */
 #define IDLE_TICK_NS 1000000
 
+/* Kick chain (below): how many parked workers a woken worker wakes in
+ * turn. Two makes a tree: 64 pinned targets are all awake after 6
+ * rounds of wake latency, against 63 for a chain of one. */
+#define KICK_CHAIN_FANOUT 2
+
 
 static void idle_set(struct wft_worker *w)
 {
@@ -164,6 +227,25 @@ static void idle_set(struct wft_worker *w)
 	atomic_fetch_or_explicit(&wft_rt.idle_mask[w->id / 64], 1ull << (w->id % 64),
 				 memory_order_seq_cst);
 	atomic_fetch_add_explicit(&wft_rt.nidle, 1, memory_order_seq_cst);
+}
+
+/* The domain's spinner hint (topology.h, read by wake placement R3). Set
+ * when w takes a spinning slot; cleared by w when it gives the slot up,
+ * unless another spinner of the domain has overwritten it. relaxed: a
+ * hint; a wake placed on a worker that stopped spinning meanwhile gets
+ * the mailbox push's own kick check (see Park), so it is never lost. */
+static void spinner_hint_set(struct wft_worker *w)
+{
+	atomic_store_explicit(&wft_topo.spinner[wft_topo.dom_of[w->id]].id, w->id + 1,
+			      memory_order_relaxed);
+}
+
+static void spinner_hint_clear(struct wft_worker *w)
+{
+	int me = w->id + 1;
+
+	atomic_compare_exchange_strong_explicit(&wft_topo.spinner[wft_topo.dom_of[w->id]].id, &me, 0,
+						memory_order_relaxed, memory_order_relaxed);
 }
 
 /* Leave the idle set. If our bit was already clear, a wake_one() claimed
@@ -180,11 +262,13 @@ static void idle_clear(struct wft_worker *w)
 	uint64_t old = atomic_fetch_and_explicit(&wft_rt.idle_mask[w->id / 64],
 						 ~(1ull << (w->id % 64)), memory_order_relaxed);
 
-	if (old & (1ull << (w->id % 64)))
+	if (old & (1ull << (w->id % 64))) {
 		/* seq_cst: the store half of the ndeep pattern (see Idle tick) */
 		atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_seq_cst);
-	else
+	} else {
 		atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
+		spinner_hint_set(w);
+	}
 }
 
 /* Still in the idle set? seq_cst: the load half of the claim pattern
@@ -206,6 +290,7 @@ static inline int spinning(struct wft_worker *w)
 void wft_idle_spin_stop(struct wft_worker *w)
 {
 	if (spinning(w)) {
+		spinner_hint_clear(w);
 		atomic_store_explicit(&w->spinning, 0, memory_order_relaxed);
 		/* relaxed: a count of lookers, a hint for wake_one */
 		atomic_fetch_sub_explicit(&wft_rt.nspinning, 1, memory_order_relaxed);
@@ -348,7 +433,7 @@ void wft_idle_run(struct wft_worker *w)
 	/* A draining worker would not steal (runtime/drain.c): no spin */
 	if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) &&
 	    (!w->spin_off_until || wft_now() >= w->spin_off_until)) {
-		int max = wft_rt.nworkers / 2 > 1 ? wft_rt.nworkers / 2 : 1;
+		int max = spinners_max();
 
 		w->spin_off_until = 0;
 		if (!spinning(w)) {
@@ -362,8 +447,10 @@ void wft_idle_run(struct wft_worker *w)
 			while (n < max && !atomic_compare_exchange_weak_explicit(&wft_rt.nspinning,
 					&n, n + 1, memory_order_relaxed, memory_order_relaxed))
 				;
-			if (n < max)
+			if (n < max) {
 				atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
+				spinner_hint_set(w);
+			}
 		}
 		/* relaxed: checks the count alone; every slot is taken by this
 		 * CAS or by wake_one's 0 -> 1, so no value read exceeds max */
@@ -433,18 +520,22 @@ park:
 	    wft_runq_size(w) > 0 ||
 	    atomic_load_explicit(&wft_rt.stopping, memory_order_seq_cst))
 		goto cancel;
-	if (wft_feat(STEAL)) {
+	if (wft_feat(STEAL) && !wft_worker_draining(w)) {
 		for (int i = 0; i < wft_rt.nworkers; i++) {
 			struct wft_worker *v = wft_rt.workers[i];
 
-			if (v != w && wft_worker_next_stranded(w, v))
+			if (v == w)
+				continue;
+			if (wft_worker_next_stranded(w, v))
 				look_again = true;
-			if (v != w && wft_runq_has_work(v)) {
+			if (wft_runq_has_work(v)) {
 				/* private-only work: ask the owner to publish; it
 				 * will kick us (see Surplus) */
 				if (atomic_load_explicit(&v->rq.tail, memory_order_relaxed) !=
-				    atomic_load_explicit(&v->rq.head, memory_order_relaxed))
+				    atomic_load_explicit(&v->rq.head, memory_order_relaxed)) {
+					w->steal_hint = v;   /* try_steal's first victim */
 					goto cancel;
+				}
 				atomic_store_explicit(&v->rq.split_req, 1, memory_order_relaxed);
 			}
 		}
@@ -521,29 +612,119 @@ park:
 		atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
 	}
 cancel:
-	/* relaxed: our own word; a late kicker's CAS fails harmlessly. A kick
-	 * is news of work: the next idle round may spin again. */
-	if (atomic_exchange_explicit(&w->sleep, WFT_W_AWAKE, memory_order_relaxed) == WFT_W_KICKED)
+	/* seq_cst: our own word, and the store half of the Kick chain
+	 * pattern (a chain kicker that saw SLEEPING or KICKED relies on our
+	 * chain step's load coming after it). A late kicker's CAS fails
+	 * harmlessly. A kick is news of work: the next idle round may spin
+	 * again. */
+	if (atomic_exchange_explicit(&w->sleep, WFT_W_AWAKE, memory_order_seq_cst) == WFT_W_KICKED)
 		w->tick_parked = false;
 	idle_clear(w);
+	wft_idle_kick_chain(w, KICK_CHAIN_FANOUT);
 }
 
-void wft_idle_kick(struct wft_worker *w)
+int wft_idle_kick_r(struct wft_worker *w)
 {
 	uint32_t s = WFT_W_SLEEPING;
 
 	/* seq_cst: the load half of the waker's side of the Park pattern */
-	if (atomic_load_explicit(&w->sleep, memory_order_seq_cst) != WFT_W_SLEEPING)
-		return;
+	s = atomic_load_explicit(&w->sleep, memory_order_seq_cst);
+	if (s != WFT_W_SLEEPING)
+		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;
 	/* relaxed: the CAS only elects one kicker; ordering came from above */
 	if (!atomic_compare_exchange_strong_explicit(&w->sleep, &s, WFT_W_KICKED,
 			memory_order_relaxed, memory_order_relaxed))
-		return;
+		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;
 	wft_stat_inc_any(wft_worker_self(), kicks);
 	if (w->ring)
 		wft_uring_kick(w);
 	else
 		wft_futex_wake(&w->sleep, 1);
+	return WFT_KICK_SENT;
+}
+
+void wft_idle_kick(struct wft_worker *w)
+{
+	(void)wft_idle_kick_r(w);
+}
+
+/*
+ * Kick chain: one wake syscall per burst, whatever the number of parked
+ * targets (the pinned wakees of a wake-queue flush over many workers).
+ * The waker pushes every group into its target's mailbox, as always; of
+ * the targets it must kick (mailbox was empty, target SLEEPING) it kicks
+ * one, the head, and leaves the others in rt.kick_pending (a bit each).
+ * Every worker that leaves the park path (the cancel label above, after
+ * its seq_cst store of AWAKE) takes up to KICK_CHAIN_FANOUT pending bits
+ * and kicks those workers: a tree of wakes, log2(targets) deep, each
+ * syscall made by a worker that was woken for it rather than by the
+ * waker (Go's wakep chain, for workers that must wake because their
+ * threads are pinned there).
+ *
+ * The race to survive: a pending bit that nobody will ever take, with
+ * its worker asleep on a non-empty mailbox. The invariant: while a bit is
+ * set, some chain step that has not yet read the pending word is still
+ * to come. Each setter provides one: it sets its bits (seq_cst), then
+ * kicks its head; if the head was SLEEPING or KICKED at the kick's
+ * seq_cst load, the head has yet to store AWAKE, which comes after that
+ * load in the single total order, and its chain step's load comes after
+ * that, so it sees the bits (or whoever took them first took the duty
+ * with them). If the head was AWAKE, it may never park again (a busy
+ * worker), so the setter runs the chain step itself (fanout 1). A chain
+ * step either finds the word empty or starts runners the same way (a
+ * bit whose worker turns out AWAKE starts nobody, so the step takes
+ * another bit instead), so the duty is passed on until the word is
+ * empty. A bit for a worker that woke by itself costs one useless look
+ * (its sleep word is AWAKE: no syscall); a kick for a worker that parked
+ * again in between is a spurious wake, never a lost one (its own re-check
+ * already saw its mail).
+ * Cost: one RMW on the pending word per deferred target and per take
+ * (O(1) per target, no scan); a chain step that finds nothing is one load.
+ */
+void wft_idle_kick_defer(struct wft_worker *w)
+{
+	/* seq_cst: the store half (see above) */
+	atomic_fetch_or_explicit(&wft_rt.kick_pending[w->id / 64], 1ull << (w->id % 64),
+				 memory_order_seq_cst);
+}
+
+/* Take one pending bit, or -1. */
+static int kick_take(void)
+{
+	for (int i = 0; i < (wft_rt.nworkers + 63) / 64; i++) {
+		/* seq_cst: the load half of the chain pattern */
+		uint64_t m = atomic_load_explicit(&wft_rt.kick_pending[i], memory_order_seq_cst);
+
+		while (m) {
+			int b = __builtin_ctzll(m);
+
+			/* seq_cst: as the load; exactly one taker wins a bit */
+			if (atomic_compare_exchange_weak_explicit(&wft_rt.kick_pending[i], &m,
+					m & ~(1ull << b), memory_order_seq_cst, memory_order_seq_cst))
+				return i * 64 + b;
+		}
+	}
+	return -1;
+}
+
+void wft_idle_kick_chain(struct wft_worker *self, int runners)
+{
+	int b;
+
+	while (runners > 0 && (b = kick_take()) >= 0) {
+		int r = wft_idle_kick_r(wft_rt.workers[b]);
+
+		if (r == WFT_KICK_SENT)
+			wft_stat_inc_any(self, chain_kicks);
+		if (r != WFT_KICK_AWAKE)
+			runners--;
+	}
+}
+
+void wft_idle_kick_burst(struct wft_worker *self, struct wft_worker *head)
+{
+	if (head && wft_idle_kick_r(head) == WFT_KICK_AWAKE)
+		wft_idle_kick_chain(self, 1);
 }
 
 /* A rare event concerns every worker (a thread waits for a stack: worker.c
@@ -627,7 +808,8 @@ static void wake_pick(struct wft_worker *self, bool prefer_deep)
 				atomic_fetch_sub_explicit(&wft_rt.nidle, 1, memory_order_seq_cst);
 				/* v inherits our spinning slot: it finds its bit
 				 * clear in idle_clear() and sets its own flag */
-				wft_idle_kick(v);
+				if (wft_idle_kick_r(v) == WFT_KICK_SENT)
+					wft_stat_inc_any(self, chain_kicks);
 				return;
 			}
 		}

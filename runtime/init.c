@@ -13,6 +13,7 @@
  * weft_init() starts from nothing (the CK_FORK=no test run proves it).
  */
 #include "runtime/wft.h"
+#include "runtime/topology.h"
 #include "runtime/sanitizer.h"
 
 #ifdef HAVE_VALGRIND_VALGRIND_H
@@ -245,7 +246,10 @@ int weft_init(const weft_config_t *cfg)
 	if (wft_rt.pin)
 		for (int i = ncpu; i < wft_rt.nworkers; i++)
 			wft_rt.cpus[i] = wft_rt.cpus[i % ncpu];
-	rc = choose_seed();
+	wft_rt.ncpu = ncpu;
+	rc = wft_topology_init(wft_rt.nworkers, wft_rt.pin, wft_rt.cpus);
+	if (rc == 0)
+		rc = choose_seed();
 	if (rc) {
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return rc;
@@ -263,7 +267,10 @@ int weft_init(const weft_config_t *cfg)
 	atomic_store_explicit(&wft_rt.nspinning, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.nidle, 0, memory_order_relaxed);
 	for (int i = 0; i < WEFT_WORKERS_MAX / 64; i++)
+	{
 		atomic_store_explicit(&wft_rt.idle_mask[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&wft_rt.kick_pending[i], 0, memory_order_relaxed);
+	}
 	atomic_store_explicit(&wft_rt.os_born, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.stopping, 0, memory_order_relaxed);

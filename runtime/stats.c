@@ -80,6 +80,14 @@ int weft_stats_print(FILE *f)
 #include "runtime/stats.def"
 #undef WFT_STAT
 	{
+		/* derived: what a wake costs in syscalls, whatever the machine */
+		uint64_t wakes = s.wakes_local + s.wakes_remote + s.wakes_locked;
+
+		fprintf(f, "%18.1f  kicks per 1,000 wakes (chained: %.1f)\n",
+			wakes ? 1000.0 * (double)s.kicks / (double)wakes : 0.0,
+			wakes ? 1000.0 * (double)s.chain_kicks / (double)wakes : 0.0);
+	}
+	{
 		/* the I/O backend and the io_uring flags chosen (issue: "WEFT_STATS
 		 * says so" when io_uring is unavailable) */
 		char io[256];

@@ -490,6 +490,11 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	atomic_store_explicit(&t->token, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->worker, NULL, memory_order_relaxed);
+	/* a new waker record (wake.c "Wide wakers"); relaxed: as above */
+	t->last_wakee = NULL;
+	atomic_store_explicit(&t->wakee_flips, 0, memory_order_relaxed);
+	t->flip_wakes = 0;
+	t->flip_decay = 0;
 	if (wft_unlikely(attr && attr->name)) {
 		strncpy(t->name, attr->name, sizeof(t->name) - 1);
 		t->name[sizeof(t->name) - 1] = '\0';

@@ -1,8 +1,11 @@
 /*
- * runtime/wake.c - the wake path, weft's try_to_wake_up.
+ * runtime/wake.c - the wake path, weft's try_to_wake_up, and wake
+ * placement, weft's select_task_rq.
  *
- * What it owns: the PARKED -> RUNNABLE transition and the choice of where
- * a woken thread runs. See DESIGN.md "Wake path" and seed 000.
+ * What it owns: the PARKED -> RUNNABLE transition, the choice of where a
+ * woken thread runs, and each thread's record as a waker (wakee flips).
+ * docs/wake-path.md has the argument and the measurements; the rules are
+ * stated here next to their code.
  *
  * wake(t):
  *   1. CAS t->state PARKED -> RUNNABLE. A waker (unpark), a timeout (timer
@@ -11,9 +14,7 @@
  *      (mailbox.c I1). Linearisation point: the successful CAS.
  *   2. The winner writes t->wake_reason (read by the wakee after it resumes;
  *      the queue hand-off publishes it: release push / acquire take).
- *   3. Placement: wft_wake_target() (the hook for the wake-placement issue:
- *      wake_affine / wake_wide / idle siblings). Today: the pinned worker,
- *      else the thread's last worker, else the waker's.
+ *   3. Placement: wft_wake_place() (below).
  *   4. Target is the waker's own worker -> next slot (ping-pong locality);
  *      otherwise the target's mailbox, with a kick only if the target
  *      announced idle (runtime/idle.c). A waker never takes a lock of the
@@ -21,31 +22,181 @@
  *
  * The thread may still be switching out on its old worker when it is
  * queued; the worker that picks it waits for on_cpu == 0 (worker.c I2).
+ *
+ * Placement (wft_wake_place), first rule that applies:
+ *   R0 pinned: the pinned worker. DRAIN: a thread of a draining worker
+ *      moves to an active one (runtime/drain.c).
+ *   R1 last worker awake (running or looking for work), or the waker's
+ *      own: the last worker. Its caches hold the thread's lines and no
+ *      syscall is needed (the kernel's prev_cpu / wake_affine_idle).
+ *   The last worker is parked: running the thread there costs a kick (a
+ *   futex or io_uring syscall, then 5-50 us until the worker runs).
+ *   R2 WAKE_AFFINE, a weft-thread waker that is not wide (R2'), on an
+ *      active worker: the waker's worker, which is awake by definition
+ *      (wake_affine). If the waker keeps running, the wakee is surplus
+ *      there and the surplus rule gets one idle worker to steal it
+ *      (worker.c maybe_wake_idle): one kick per burst, not one per wakee.
+ *   R2' WAKE_WIDE (seed 002, wake_wide): a waker that switches between
+ *      many wakees (a dispatcher) is not pulled toward, or it would pile
+ *      its wakees onto its own worker and run them one after another.
+ *      With master = the larger and slave = the smaller of the waker's and
+ *      the wakee's flips, wide iff master >= F and master >= slave * F,
+ *      F = the waker's domain size (at least 2). The kernel also asks
+ *      slave >= F, which never holds for a single dispatcher whose servers
+ *      each wake only it (slave 0): in the kernel wake_affine's load
+ *      comparison then keeps the dispatcher's CPU from filling up; weft
+ *      has no preemption and no load comparison, so the rule spreads a
+ *      1:N waker itself (the seed's WAKE_WIDE_IDLE went the same way).
+ *   R3 a worker of the last worker's domain (then of the waker's) that is
+ *      spinning for work: it sees the mailbox at its next poll, no kick
+ *      (select_idle_sibling). One hint word per domain (topology.h).
+ *   R4 a batch (wake-queue flush, burst != NULL): the one parked worker
+ *      this batch already chose, if it is in the same domain; the first
+ *      such wakee chooses it. So a post_n or broadcast over many parked
+ *      workers' threads kicks one worker, which finds surplus and chains
+ *      the next (Go's wakep: idle workers join by demand, idle.c).
+ *   R5 the last worker, kicked.
+ *   Cost per wake, whatever the number of workers: t's waker line (already
+ *   held by the claim CAS), last->sleep, the waker's own TCB, the wakee's
+ *   flips, at most two spinner hints: O(1) remote lines, no scan, no
+ *   lock, and at most one kick (none in R1-R4).
+ *
+ * Wide wakers: wakee flips are the kernel's record_wakee. Each wake by a
+ * weft thread counts a flip when the wakee differs from its last one; the
+ * count halves every FLIP_DECAY_NS (per period elapsed). Reading the clock
+ * costs ~20 ns, so the waker looks at it every FLIP_CLOCK_EVERY wakes.
  */
 #include "runtime/wft.h"
+#include "runtime/topology.h"
 
-struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *self)
+/* 10 ms: the kernel halves flips every second; a light-thread wake costs
+ * ~100x less than a task wake, so the same relationships show ~100x more
+ * wakes per second, and a period 100x shorter keeps the counts comparable
+ * and lets a thread that stopped dispatching turn affine again quickly. */
+#define FLIP_DECAY_NS 10000000ull
+#define FLIP_CLOCK_EVERY 32
+
+/* relaxed: flips are read by wakers as a hint; only the owner writes */
+static inline uint32_t flips_of(struct weft_thread *t)
 {
-	struct wft_worker *last;
+	return atomic_load_explicit(&t->wakee_flips, memory_order_relaxed);
+}
 
+/* The kernel's record_wakee. Context: waker is the calling thread. */
+static void record_wakee(struct weft_thread *waker, struct weft_thread *wakee)
+{
+	uint32_t f = flips_of(waker);
+
+	if (wft_unlikely(++waker->flip_wakes >= FLIP_CLOCK_EVERY)) {
+		weft_time_t now = wft_now();
+		uint64_t periods = (now - waker->flip_decay) / FLIP_DECAY_NS;
+
+		waker->flip_wakes = 0;
+		if (periods) {
+			f = periods >= 32 ? 0 : f >> periods;
+			waker->flip_decay = now;
+		}
+	}
+	if (waker->last_wakee != wakee) {
+		waker->last_wakee = wakee;
+		f++;
+	}
+	atomic_store_explicit(&waker->wakee_flips, f, memory_order_relaxed);
+}
+
+/* R2': wake_wide. */
+static bool wake_wide(struct weft_thread *waker, struct weft_thread *wakee, struct wft_worker *self)
+{
+	uint32_t master = flips_of(waker), slave = flips_of(wakee);
+	uint32_t factor = (uint32_t)wft_topo_dom_size(wft_topo.dom_of[self->id]);
+
+	if (factor < 2)
+		factor = 2;
+	if (master < slave) {
+		uint32_t x = master;
+
+		master = slave;
+		slave = x;
+	}
+	return master >= factor && (uint64_t)master >= (uint64_t)slave * factor;
+}
+
+/* R3: a worker spinning for work in domain dom, or NULL. relaxed: a hint
+ * (topology.h); a worker that stopped spinning meanwhile gets the mailbox
+ * push's normal kick check, so a stale hint costs one kick at most. */
+static struct wft_worker *spinner_in(int dom)
+{
+	int id = atomic_load_explicit(&wft_topo.spinner[dom].id, memory_order_relaxed);
+
+	return id > 0 && id <= wft_rt.nworkers ? wft_rt.workers[id - 1] : NULL;
+}
+
+/* R0's DRAIN part: a thread of a draining worker (one of the ndrain
+ * highest ids, as in wft_worker_draining) moves to an active one. */
+static struct wft_worker *drain_redirect(struct wft_worker *last, struct wft_worker *self)
+{
+	/* relaxed: a hint, read once here */
+	int active = wft_rt.nworkers - atomic_load_explicit(&wft_rt.ndrain, memory_order_relaxed);
+
+	if (last->id < active)
+		return last;
+	wft_stat_inc_any(self, drain_moves);
+	return wft_rt.workers[last->id % active];
+}
+
+struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self,
+				  struct wft_wake_burst *burst)
+{
+	struct weft_thread *waker = self ? self->current : NULL;
+	struct wft_worker *last, *s;
+	bool wide = false;
+	int dom;
+
+	if (waker && waker != t)
+		record_wakee(waker, t);
 	if (t->pin >= 0)
 		return wft_rt.workers[t->pin];
 	/* relaxed: a placement hint */
 	last = atomic_load_explicit(&t->worker, memory_order_relaxed);
-	if (last && WFT_DRAIN_ON()) {
-		/* DRAIN: a thread of a draining worker (one of the ndrain
-		 * highest ids, as in wft_worker_draining) moves to an active one
-		 * (runtime/drain.c); relaxed: a hint, read once here */
-		int active = wft_rt.nworkers - atomic_load_explicit(&wft_rt.ndrain, memory_order_relaxed);
-
-		if (last->id >= active) {
-			wft_stat_inc_any(self, drain_moves);
-			return wft_rt.workers[last->id % active];
+	if (!last)
+		return self ? self : wft_rt.workers[0];
+	if (WFT_DRAIN_ON())
+		last = drain_redirect(last, self);
+	if (!wft_feat(WAKE_AFFINE) && !wft_feat(WAKE_WIDE))
+		return last;                                    /* the old placement */
+	if (last == self || wft_worker_awake(last))
+		return last;                                    /* R1 */
+	if (waker && wft_feat(WAKE_WIDE))
+		wide = wake_wide(waker, t, self);
+	if (wide)
+		wft_stat_inc(self, place_wide);                 /* R2' */
+	else if (self && wft_feat(WAKE_AFFINE) && !wft_worker_draining(self)) {
+		wft_stat_inc(self, place_affine);
+		return self;                                    /* R2 */
+	}
+	dom = wft_topo.dom_of[last->id];
+	s = spinner_in(dom);
+	if (!s && self && wft_topo.dom_of[self->id] != dom)
+		s = spinner_in(wft_topo.dom_of[self->id]);
+	if (s && s != self && !wft_worker_draining(s)) {
+		wft_stat_inc_any(self, place_awake);
+		return s;                                       /* R3 */
+	}
+	if (burst) {
+		if (!burst->parked)
+			burst->parked = last;
+		else if (burst->parked != last && wft_topo.dom_of[burst->parked->id] == dom) {
+			wft_stat_inc_any(self, place_awake);
+			return burst->parked;                   /* R4 */
 		}
 	}
-	if (last)
-		return last;
-	return self ? self : wft_rt.workers[0];
+	return last;                                            /* R5 */
+}
+
+void wft_wake_burst_end(struct wft_wake_burst *burst)
+{
+	wft_idle_kick_burst(wft_worker_self(), burst->head);
+	burst->head = NULL;
 }
 
 bool wft_wake_claim(struct weft_thread *t, int reason)

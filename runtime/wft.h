@@ -234,6 +234,14 @@ struct weft_thread {
 	void *arg;
 	void *ret;
 
+	/* Wake placement (runtime/wake.c "Wide wakers"): this thread's record
+	 * as a waker. Written only by the thread itself; wakee_flips is read
+	 * (relaxed, a hint) by the threads that wake it. Reset at spawn. */
+	struct weft_thread *last_wakee;   /* compared, never dereferenced */
+	_Atomic uint32_t wakee_flips;     /* wakee switches, halved every decay period */
+	uint32_t flip_wakes;              /* wakes since the last decay check */
+	weft_time_t flip_decay;           /* time of the last decay */
+
 	void *stack;                      /* mapping base (guard page first), NULL until first
 	                                   * run, or a previous run's (TCB cache) */
 	size_t stack_size;                /* usable bytes */
@@ -459,6 +467,10 @@ struct wft_worker {
 	unsigned io_tick;                 /* picks, for the cheap I/O check */
 	uint64_t rng;                     /* victim selection, RANDOMIZE (wft_xorshift) */
 	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
+	struct wft_worker *steal_hint;    /* a victim the park re-check saw work on; owner */
+	struct weft_thread *spawn_next;   /* a lone spawned child put in the next slot
+	                                   * (worker.c wft_worker_push_spawn); owner, a
+	                                   * hint compared with the slot, never followed */
 	/* Next-slot steal (worker.c I5): what this worker, as a thief, last saw
 	 * in a victim's next slot. Owner only. */
 	struct wft_worker *nx_victim;
@@ -539,6 +551,7 @@ struct wft_drain_ctl {
 struct wft_runtime {
 	_Atomic int state;                /* 0 stopped, 1 starting, 2 running, 3 stopping */
 	int nworkers;
+	int ncpu;                         /* CPUs this process may run on (affinity) */
 	uint64_t seed;                    /* of the workers' rng (WEFT_SEED, init.c) */
 	size_t stack_size;
 	int pin;
@@ -548,6 +561,9 @@ struct wft_runtime {
 	_Atomic int ndeep;                /* idle workers parking without the idle tick
 	                                   * (idle.c "Idle tick") */
 	_Atomic uint64_t idle_mask[WEFT_WORKERS_MAX / 64]; /* bit i: worker i parked */
+	/* bit i: worker i has mail and its kick is left to the kick chain
+	 * (idle.c "Kick chain"); its own line, written by wakers */
+	_Atomic uint64_t kick_pending[WEFT_WORKERS_MAX / 64] wft_cacheline_aligned;
 	/* DRAIN (runtime/drain.c): the ndrain highest-id workers drain */
 	_Atomic int ndrain;
 	_Atomic uint64_t drain_next;      /* the controller's next run */
@@ -696,14 +712,58 @@ struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worke
  * switch since w noted it)? Then w should look again soon instead of
  * sleeping. Context: w's own worker. */
 bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *victim);
+struct wft_wake_burst;
+/* v's switch counter. relaxed: a counter the owner bumps at every switch
+ * (a hint: has v switched since a look?) */
+static inline uint64_t wft_worker_switches(struct wft_worker *v)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches, memory_order_relaxed);
+}
 /* Deliver a chain of threads (all targeting w) from another thread. */
 void wft_worker_push_remote(struct wft_worker *w, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n);
-/* Choose the worker a woken thread should run on (placement hook). */
-struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *self);
+/* The same inside a batch: the kick is left to wft_wake_burst_end (one
+ * wake syscall per batch, idle.c "Kick chain"). */
+void wft_worker_push_remote_burst(struct wft_worker *w, struct weft_thread *first,
+				  struct weft_thread *last, unsigned n, struct wft_wake_burst *burst);
+void wft_wake_burst_end(struct wft_wake_burst *burst);
+/* Wake placement (runtime/wake.c): choose the worker a woken thread runs
+ * on. burst: NULL for a single wake; for a batch (wake-queue flush) the
+ * caller's zeroed struct, so that one batch wakes at most one parked
+ * worker for its unpinned wakees. Context: the waker (any). */
+struct wft_wake_burst {
+	struct wft_worker *parked;        /* the parked worker this batch kicks */
+	struct wft_worker *head;          /* the target the batch kicks itself;
+	                                   * the others go to the kick chain */
+};
+struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self,
+				  struct wft_wake_burst *burst);
+static inline struct wft_worker *wft_wake_target(struct weft_thread *t, struct wft_worker *self)
+{
+	return wft_wake_place(t, self, NULL);
+}
+/* Is w awake (running, or looking for work)? relaxed: a placement hint; a
+ * stale answer costs one kick or one wait in a queue, never a lost wakeup
+ * (the push decides the kick with its own seq_cst protocol, idle.c). */
+static inline bool wft_worker_awake(struct wft_worker *w)
+{
+	return atomic_load_explicit(&w->sleep, memory_order_relaxed) == WFT_W_AWAKE;
+}
 
 /* Idle protocol (runtime/idle.c). */
 void wft_idle_kick(struct wft_worker *w);     /* wake w if it announced idle */
+/* The same, saying what it found: */
+enum {
+	WFT_KICK_AWAKE,      /* w was awake: nothing to do */
+	WFT_KICK_SENT,       /* w was asleep: this call woke it */
+	WFT_KICK_UNDERWAY,   /* w was kicked by someone else and has not stored AWAKE yet */
+};
+int wft_idle_kick_r(struct wft_worker *w);
+/* Kick chain (idle.c): leave w's kick to the chain; kick head (if any) and
+ * make sure the chain runs; take up to runners pending kicks. Context: any. */
+void wft_idle_kick_defer(struct wft_worker *w);
+void wft_idle_kick_burst(struct wft_worker *self, struct wft_worker *head);
+void wft_idle_kick_chain(struct wft_worker *self, int runners);
 void wft_idle_kick_peers(struct wft_worker *self); /* kick every other parked worker */
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
 /* wake_one, preferring a worker parked without the idle tick (deep). */

@@ -500,12 +500,7 @@ static inline bool nx_unchanged(struct wft_worker *w, struct wft_worker *v,
 	return w->nx_victim == v && w->nx_thread == t && w->nx_switches == sw;
 }
 
-/* v's switch counter. relaxed: a counter the owner bumps at every switch
- * (a hint) */
-static inline uint64_t switches_of(struct wft_worker *v)
-{
-	return atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches, memory_order_relaxed);
-}
+#define switches_of wft_worker_switches
 
 bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *v)
 {
@@ -611,9 +606,15 @@ bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t)
 	if (!wft_feat(NEXT_SLOT))
 		return false;
 	direct_tick(w);
-	/* A thread in the next slot runs first (the pick's order); skipping
-	 * it would also leave t's exit no free slot to return through, and
-	 * the joiner's wake would push it to the tail (I3; found by review) */
+	/* A lone child waits in the next slot (wft_worker_push_spawn): take
+	 * it back with the pick's exchange (acquire, as the pick's: a thief
+	 * may have taken it, then the slot reads NULL and t runs there) */
+	if (wft_next_peek(w) == t)
+		return wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_acquire)) == t;
+	/* Another thread in the next slot runs first (the pick's order);
+	 * skipping it would also leave t's exit no free slot to return
+	 * through, and the joiner's wake would push it to the tail (I3;
+	 * found by review) */
 	if (wft_next_peek(w))
 		return false;
 	wft_rq_lock(w);
@@ -695,6 +696,34 @@ void wft_worker_schedule(struct wft_worker *w, int how)
  */
 void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 {
+	/* A lone child (nothing else queued here) goes to the next slot: its
+	 * spawner usually joins it soon and takes it back from there
+	 * (wft_worker_take_head), but if the spawner computes on instead,
+	 * an idle worker takes it from the slot (I5) within a tick, where in
+	 * the private list it waited for the spawner's next scheduling point
+	 * (issue: a thread spawned by a busy thread started 300 ms late). */
+	struct weft_thread *c = w->spawn_next;
+
+	if (wft_unlikely(c != NULL)) {
+		/* A second spawn: the lone child leaves the slot for the
+		 * private list, so that children keep their newest-first order
+		 * (see "Spawn order"); it sat there for one spawn, too short
+		 * for a thief (I5). acquire, as the pick's exchange; NULL back:
+		 * a thief took it */
+		w->spawn_next = NULL;
+		if (wft_next_peek(w) == c &&
+		    wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_acquire)) == c)
+			wft_runq_push_front_owner(w, c);
+	}
+	if (t->pin < 0 && wft_feat(NEXT_SLOT) && wft_feat(STEAL) && !wft_next_peek(w) &&
+	    wft_runq_size(w) == 0) {
+		/* release: publishes t to a thief's acquire CAS (I5); a NULL
+		 * slot is written by nobody else */
+		atomic_store_explicit(&w->next, wft_next_tag(t), memory_order_release);
+		w->spawn_next = t;
+		wft_idle_strand_check(w);
+		return;
+	}
 	wft_runq_push_front_owner(w, t);
 	maybe_wake_idle(w, t->pin < 0, 2);
 }
@@ -731,6 +760,26 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 	}
 	wft_runq_push_owner(w, t);
 	maybe_wake_idle(w, t->pin < 0, 1);
+}
+
+void wft_worker_push_remote_burst(struct wft_worker *target, struct weft_thread *first,
+				  struct weft_thread *last, unsigned n, struct wft_wake_burst *burst)
+{
+	if (!wft_feat(MAILBOX)) {
+		wft_worker_push_remote(target, first, last, n);
+		return;
+	}
+	wft_stat_add_any(wft_worker_self(), wakes_remote, n);
+	/* Kick only when the mailbox was empty (mailbox.c); the batch's first
+	 * such target is its head, the others go to the kick chain if they
+	 * sleep (seq_cst load: the Park pattern's load half, as in the kick;
+	 * AWAKE there means the target's re-check will see this mail) */
+	if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
+		return;
+	if (!burst->head)
+		burst->head = target;
+	else if (atomic_load_explicit(&target->sleep, memory_order_seq_cst) == WFT_W_SLEEPING)
+		wft_idle_kick_defer(target);
 }
 
 void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first,

@@ -37,7 +37,8 @@
  *   "Flush": with BATCH_WAKE on (and more than one record), every
  *   record is claimed (WOKEN stored, the thread's PARKED -> RUNNABLE CAS
  *   won by us, not yet enqueued); each claimed thread goes to the placement
- *   target wft_wake_target(t, self). Threads for the flusher's own worker are
+ *   target wft_wake_place(t, self, &burst): the batch wakes at most one
+ *   parked worker for its unpinned wakees (rule R4 of runtime/wake.c). Threads for the flusher's own worker are
  *   pushed locally (no atomics); the others are linked through t->link into
  *   one chain per target worker, and each chain is spliced into that
  *   worker's mailbox with wft_worker_push_remote(): one CAS and at most one
@@ -245,9 +246,9 @@ static void stat_inc_flush(struct wft_worker *self, unsigned batches)
 	wft_stat_add_any(self, wakeq_batches, batches);
 }
 
-static void deliver(struct group *g)
+static void deliver(struct group *g, struct wft_wake_burst *burst)
 {
-	wft_worker_push_remote(g->w, g->first, g->last, g->n);
+	wft_worker_push_remote_burst(g->w, g->first, g->last, g->n, burst);
 	g->w = NULL;
 	g->first = g->last = NULL;
 	g->n = 0;
@@ -260,13 +261,15 @@ static void flush_batched(struct wft_waiter *wt, struct wft_worker *self)
 	struct wft_waiter *next;
 	struct weft_thread *t;
 	struct wft_worker *target;
+	/* one parked worker per batch for its unpinned wakees (wake.c R4) */
+	struct wft_wake_burst burst = { NULL, NULL };
 
 	for (; wt; wt = next) {
 		next = next_of(wt);   /* I2: read before the record is released */
 		t = wft_waiter_claim(wt);
 		if (!t)
 			continue;     /* OS thread (futex-woken) or not parked yet */
-		target = wft_wake_target(t, self);
+		target = wft_wake_place(t, self, &burst);
 		if (target == self && self) {
 			/* no next slot: a batch must not displace the flusher's
 			 * own ping-pong partner; FIFO behind it instead */
@@ -281,7 +284,7 @@ static void flush_batched(struct wft_waiter *wt, struct wft_worker *self)
 			if (ng == WFT_WAKEQ_GROUPS) {
 				i = oldest;
 				oldest = (oldest + 1) % WFT_WAKEQ_GROUPS;
-				deliver(&g[i]);
+				deliver(&g[i], &burst);
 				batches++;
 			} else {
 				ng++;
@@ -301,9 +304,11 @@ static void flush_batched(struct wft_waiter *wt, struct wft_worker *self)
 	}
 	for (i = 0; i < ng; i++)
 		if (g[i].n) {
-			deliver(&g[i]);
+			deliver(&g[i], &burst);
 			batches++;
 		}
+	/* one kick for the batch; the kick chain wakes the other targets */
+	wft_wake_burst_end(&burst);
 	stat_inc_flush(self, batches);
 }
 
