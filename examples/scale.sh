@@ -17,7 +17,9 @@
 #                 (10 groups of 20 + 20, 100 loops): messages/s
 #   fib           examples/weft-micro --bench=fib: spawns/s (1e9 / ns per spawn)
 #   pingpong      examples/weft-micro --bench=pingpong_cross: round trips/s
-#                 (1e9 / ns per round trip)
+#                 (1e9 / ns per round trip); its two threads and two busy
+#                 yielders are pinned to workers 0 and 1, so at 1 worker it is
+#                 a same-worker ping-pong (not comparable with the others)
 # All run with --impl=weft (or their weft mode); the pthread baselines are
 # in the binaries themselves.
 #
@@ -157,7 +159,6 @@ extract() { # bench file
 		for (i = 1; i <= NF; i++) if ($i ~ /^tps=/) { thr = $i; sub(/^tps=/, "", thr) }
 	}
 	b ~ /^hackbench/ && /^bench=hackbench/ {
-		ok = 0
 		for (i = 1; i <= NF; i++) {
 			if ($i ~ /^msgs_per_s=/) { thr = $i; sub(/^msgs_per_s=/, "", thr) }
 			if ($i ~ /^messages=/) { m = $i; sub(/^messages=/, "", m) }
