@@ -12,6 +12,7 @@ dist_noinst_SCRIPTS += examples/run-seeds.sh
 include examples/seeds.mk
 include examples/io.mk
 include examples/chan.mk
+include examples/wake.mk
 
 noinst_PROGRAMS += examples/sync-micro
 examples_sync_micro_SOURCES = examples/sync-micro.c examples/bench.h examples/bench_weft.h

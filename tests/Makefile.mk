@@ -57,3 +57,7 @@ EXTRA_DIST += tests/README
 include tests/sync.mk
 include tests/chan.mk
 include tests/io.mk
+
+# wake-path benchmarks smoke test (examples/wake.mk)
+TESTS += tests/check_wake_bench.sh
+dist_check_SCRIPTS += tests/check_wake_bench.sh
