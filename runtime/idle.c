@@ -179,15 +179,101 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 	/* then the others, by worker id from a random point */
 	r >>= 8;
 	for (int i = 0; i < n && tries > 0; i++) {
-		struct wft_worker *v = wft_rt.workers[(r + (unsigned)i) % (unsigned)n];
+		int j = (int)((r + (unsigned)i) % (unsigned)n);
 
-		if (wft_topo.dom_of[v->id] == dom)
+		/* by index: a worker's own lines are touched only to steal */
+		if (wft_topo.dom_of[j] == dom)
 			continue;
 		tries--;
-		if ((t = steal_from(w, v)) != NULL)
+		if ((t = steal_from(w, wft_rt.workers[j])) != NULL)
 			return t;
 	}
 	return NULL;
+}
+
+/*
+ * Stranded mail. A thread woken onto a worker that is awake but runs one
+ * light thread for a long time (a computation that does not yield, a plain
+ * blocking syscall) sits in that worker's mailbox until the worker's next
+ * scheduling point: only the owner drains it in the normal course. An idle
+ * worker that finds a victim with mail and no switch for MAIL_STUCK_NS
+ * takes the whole mailbox itself (wft_mailbox_take_all is one exchange,
+ * so a second taker gets a disjoint list, see runtime/mailbox.c), keeps
+ * the unpinned threads and gives the pinned ones back to the victim's
+ * mailbox. While it watches, it parks for MAIL_LOOK_AGAIN_NS at a time
+ * instead of the idle tick. So a wakee runs within about MAIL_STUCK_NS
+ * plus a wake whenever a worker is idle (the issue's bound: 1 ms plus a
+ * steal). Race: the victim's own drain and the thief's take meet only in
+ * the exchange, so each thread goes to exactly one of them; the pinned
+ * ones pushed back are a normal push (with the normal kick check). Cost:
+ * one look at each victim's mailbox line per park, next to the runqueue
+ * look the park re-check makes anyway.
+ */
+#define MAIL_STUCK_NS 500000
+#define MAIL_LOOK_AGAIN_NS 100000
+
+enum { MAIL_NONE, MAIL_WATCHING, MAIL_TAKEN };
+
+/* Take v's mailbox; w keeps the unpinned threads. Returns how many. */
+static unsigned mail_rescue(struct wft_worker *w, struct wft_worker *v)
+{
+	struct weft_thread *t, *next, *last, *pf = NULL, *pl = NULL, *uf = NULL, *ul = NULL;
+	uint32_t n, np = 0, nu = 0;
+	bool stealable;
+
+	t = wft_mailbox_take_all(&v->mailbox, &last, &n, &stealable);
+	for (; t; t = next) {
+		next = t == last ? NULL : t->link;
+		t->link = NULL;
+		if (t->pin >= 0) {
+			if (pl)
+				pl->link = t;
+			else
+				pf = t;
+			pl = t;
+			np++;
+		} else {
+			if (ul)
+				ul->link = t;
+			else
+				uf = t;
+			ul = t;
+			nu++;
+		}
+	}
+	/* pinned ones back home: a normal push, with its kick check */
+	if (pf && wft_mailbox_push_chain(&v->mailbox, pf, pl, np))
+		wft_idle_kick(v);
+	if (uf) {
+		wft_runq_push_chain_owner(w, uf, ul, nu);
+		wft_stat_add(w, steals, nu);
+	}
+	return nu;
+}
+
+/* The park re-check's look at v's mailbox (see "Stranded mail"). One
+ * victim is watched at a time (the first seen with mail). */
+static int mail_watch(struct wft_worker *w, struct wft_worker *v)
+{
+	uint64_t sw;
+
+	if (w->mw_victim && w->mw_victim != v)
+		return MAIL_NONE;
+	if (wft_mailbox_empty(&v->mailbox)) {
+		w->mw_victim = NULL;
+		return MAIL_NONE;
+	}
+	sw = wft_worker_switches(v);
+	if (w->mw_victim != v || w->mw_switches != sw) {
+		w->mw_victim = v;
+		w->mw_switches = sw;
+		w->mw_seen = wft_now();
+		return MAIL_WATCHING;
+	}
+	if (wft_now() - w->mw_seen < MAIL_STUCK_NS)
+		return MAIL_WATCHING;
+	w->mw_victim = NULL;
+	return mail_rescue(w, v) ? MAIL_TAKEN : MAIL_NONE;
 }
 
 /* Park timeout (ns) while a victim's next slot holds a thread this worker
@@ -414,7 +500,7 @@ void wft_idle_run(struct wft_worker *w)
 {
 	struct weft_thread *t;
 	weft_time_t deadline;
-	bool look_again = false, deep = false;
+	bool look_again = false, watch_mail = false, deep = false;
 
 	wft_drain_idle(w);
 	t = try_steal(w);
@@ -528,6 +614,13 @@ park:
 				continue;
 			if (wft_worker_next_stranded(w, v))
 				look_again = true;
+			switch (mail_watch(w, v)) {
+			case MAIL_TAKEN:
+				goto cancel;
+			case MAIL_WATCHING:
+				watch_mail = true;
+				break;
+			}
 			if (wft_runq_has_work(v)) {
 				/* private-only work: ask the owner to publish; it
 				 * will kick us (see Surplus) */
@@ -556,6 +649,8 @@ park:
 
 		if (look_again) {
 			again = wft_now() + NEXT_LOOK_AGAIN_NS;
+		} else if (watch_mail) {
+			again = wft_now() + MAIL_LOOK_AGAIN_NS;
 		} else if (wft_feat(STEAL)) {
 			/* seq_cst, both: count ourselves deep first, then look
 			 * whether anyone is awake; a worker that wakes up does
@@ -576,7 +671,7 @@ park:
 		}
 		if (again < deadline) {
 			deadline = again;
-			w->tick_parked = !look_again;
+			w->tick_parked = !look_again && !watch_mail;
 		}
 	}
 
@@ -631,9 +726,14 @@ int wft_idle_kick_r(struct wft_worker *w)
 	s = atomic_load_explicit(&w->sleep, memory_order_seq_cst);
 	if (s != WFT_W_SLEEPING)
 		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;
-	/* relaxed: the CAS only elects one kicker; ordering came from above */
+	/* seq_cst on success: the CAS elects one kicker, and its KICKED is
+	 * what a later chain kicker may read as UNDERWAY; seq_cst keeps that
+	 * read ordered before the worker's seq_cst exchange to AWAKE (see
+	 * "Kick chain") without leaning on C11's coherence wording. The
+	 * syscall that follows costs far more. Failure: relaxed, a value to
+	 * report only */
 	if (!atomic_compare_exchange_strong_explicit(&w->sleep, &s, WFT_W_KICKED,
-			memory_order_relaxed, memory_order_relaxed))
+			memory_order_seq_cst, memory_order_relaxed))
 		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;
 	wft_stat_inc_any(wft_worker_self(), kicks);
 	if (w->ring)
@@ -721,10 +821,13 @@ void wft_idle_kick_chain(struct wft_worker *self, int runners)
 	}
 }
 
-void wft_idle_kick_burst(struct wft_worker *self, struct wft_worker *head)
+int wft_idle_kick_burst(struct wft_worker *self, struct wft_worker *head)
 {
-	if (head && wft_idle_kick_r(head) == WFT_KICK_AWAKE)
+	int r = wft_idle_kick_r(head);
+
+	if (r == WFT_KICK_AWAKE)
 		wft_idle_kick_chain(self, 1);
+	return r;
 }
 
 /* A rare event concerns every worker (a thread waits for a stack: worker.c

@@ -117,9 +117,11 @@ static int from_env(const char *e, int nworkers)
 			break;
 		n++;
 		p = end;
-		if (*p != 'x')
+		if (*p != 'x' || n == 3)
 			break;
 		p++;
+		if (*p < '1' || *p > '9')
+			n = 0;   /* "4x", "4x4x": an 'x' must be followed by a count */
 	}
 	if (*p != '\0' || n < 2) {
 		fprintf(stderr, "weft: WEFT_TOPOLOGY=%s: expected LxW or PxLxW (domains x workers)\n", e);

@@ -6,8 +6,8 @@
  * and torn down on the worker's own OS thread; the decision of when a worker
  * enters the kernel for I/O; the kick that wakes a worker sleeping in its
  * ring. The I/O calls themselves are in runtime/io.c, the no-io_uring
- * fallback in runtime/offload.c. See DESIGN.md "Scheduling loop" step 2 and
- * step 4 (the idle sleep), and issue 4.
+ * fallback in runtime/offload.c. docs/design.md "Scheduling loop" shows
+ * where the reaping (step 2) and the idle sleep in the ring (step 4) sit.
  *
  * Objects and states. A ring belongs to one worker (w->ring) and only that
  * worker's OS thread touches its SQ and CQ (the ring is created with

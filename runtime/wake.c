@@ -92,7 +92,9 @@ static void record_wakee(struct weft_thread *waker, struct weft_thread *wakee)
 		uint64_t periods = (now - waker->flip_decay) / FLIP_DECAY_NS;
 
 		waker->flip_wakes = 0;
-		if (periods) {
+		if (!waker->flip_decay) {
+			waker->flip_decay = now;   /* first look: start the period */
+		} else if (periods) {
 			f = periods >= 32 ? 0 : f >> periods;
 			waker->flip_decay = now;
 		}
@@ -147,12 +149,14 @@ static struct wft_worker *drain_redirect(struct wft_worker *last, struct wft_wor
 struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self,
 				  struct wft_wake_burst *burst)
 {
-	struct weft_thread *waker = self ? self->current : NULL;
+	/* the waking thread: not the one a completion or a timer is reaped
+	 * under (worker.c side work), and none from an OS thread */
+	struct weft_thread *waker = self && !self->in_side_work ? self->current : NULL;
 	struct wft_worker *last, *s;
 	bool wide = false;
 	int dom;
 
-	if (waker && waker != t)
+	if (waker && waker != t && wft_feat(WAKE_WIDE))
 		record_wakee(waker, t);
 	if (t->pin >= 0)
 		return wft_rt.workers[t->pin];
@@ -195,7 +199,11 @@ struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self
 
 void wft_wake_burst_end(struct wft_wake_burst *burst)
 {
-	wft_idle_kick_burst(wft_worker_self(), burst->head);
+	struct wft_worker *self = wft_worker_self();
+
+	if (burst->head && wft_idle_kick_burst(self, burst->head) == WFT_KICK_AWAKE &&
+	    burst->head_stealable && wft_feat(STEAL))
+		wft_idle_strand_check(self);   /* as worker.c mail_on_awake */
 	burst->head = NULL;
 }
 
@@ -223,9 +231,11 @@ void wft_wake_deliver(struct weft_thread *t, int flags)
 	 * because nothing preempts the waker, and a thief takes a thread from
 	 * the next slot only after it has sat there a while (worker.c I5). */
 	if ((flags & WFT_WAKE_F_SYNC) && self && t->pin < 0 && wft_feat(SYNC_WAKE) &&
-	    !wft_worker_has_work(self))
+	    !wft_worker_has_work(self)) {
 		target = self;
-	else
+		if (self->current && self->current != t && !self->in_side_work && wft_feat(WAKE_WIDE))
+			record_wakee(self->current, t);   /* a wake all the same */
+	} else
 		target = wft_wake_target(t, self);
 	if (target == self) {
 		wft_stat_inc(self, wakes_local);

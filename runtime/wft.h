@@ -468,6 +468,13 @@ struct wft_worker {
 	uint64_t rng;                     /* victim selection, RANDOMIZE (wft_xorshift) */
 	_Atomic int spinning;             /* counted in rt.nspinning (idle.c) */
 	struct wft_worker *steal_hint;    /* a victim the park re-check saw work on; owner */
+	/* Stranded mail (idle.c): the victim this worker watches, its switch
+	 * count and when first seen with mail. Owner only. */
+	struct wft_worker *mw_victim;
+	uint64_t mw_switches;
+	weft_time_t mw_seen;
+	bool in_side_work;                /* reaping completions or timers: wakes made
+	                                   * now are not w->current's (wake.c); owner */
 	struct weft_thread *spawn_next;   /* a lone spawned child put in the next slot
 	                                   * (worker.c wft_worker_push_spawn); owner, a
 	                                   * hint compared with the slot, never followed */
@@ -564,8 +571,10 @@ struct wft_runtime {
 	/* bit i: worker i has mail and its kick is left to the kick chain
 	 * (idle.c "Kick chain"); its own line, written by wakers */
 	_Atomic uint64_t kick_pending[WEFT_WORKERS_MAX / 64] wft_cacheline_aligned;
-	/* DRAIN (runtime/drain.c): the ndrain highest-id workers drain */
-	_Atomic int ndrain;
+	/* DRAIN (runtime/drain.c): the ndrain highest-id workers drain; its
+	 * own line (read at every placement, kick_pending above is written
+	 * by wakers) */
+	_Atomic int ndrain wft_cacheline_aligned;
 	_Atomic uint64_t drain_next;      /* the controller's next run */
 	_Atomic int drain_busy;           /* the controller's try-lock */
 	struct wft_drain_ctl drain;       /* the controller's state, under drain_busy */
@@ -735,6 +744,7 @@ struct wft_wake_burst {
 	struct wft_worker *parked;        /* the parked worker this batch kicks */
 	struct wft_worker *head;          /* the target the batch kicks itself;
 	                                   * the others go to the kick chain */
+	bool head_stealable;              /* the head's chain has unpinned threads */
 };
 struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self,
 				  struct wft_wake_burst *burst);
@@ -759,10 +769,11 @@ enum {
 	WFT_KICK_UNDERWAY,   /* w was kicked by someone else and has not stored AWAKE yet */
 };
 int wft_idle_kick_r(struct wft_worker *w);
-/* Kick chain (idle.c): leave w's kick to the chain; kick head (if any) and
- * make sure the chain runs; take up to runners pending kicks. Context: any. */
+/* Kick chain (idle.c): leave w's kick to the chain; kick head and make
+ * sure the chain runs (returns what the kick found); take up to runners
+ * pending kicks. Context: any. */
 void wft_idle_kick_defer(struct wft_worker *w);
-void wft_idle_kick_burst(struct wft_worker *self, struct wft_worker *head);
+int wft_idle_kick_burst(struct wft_worker *self, struct wft_worker *head);
 void wft_idle_kick_chain(struct wft_worker *self, int runners);
 void wft_idle_kick_peers(struct wft_worker *self); /* kick every other parked worker */
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */

@@ -3,7 +3,7 @@
  *
  * What it owns: the worker OS threads, the switch from one light thread to
  * the next, the next slot, and the order in which a worker looks for work.
- * See DESIGN.md "Scheduling loop".
+ * docs/design.md "Scheduling loop" has the picture.
  *
  * Objects: struct wft_worker (runtime/wft.h). w->current is the running
  * thread (NULL while the scheduler loop runs on the worker's OS stack,
@@ -224,16 +224,23 @@ static inline __attribute__((always_inline)) void side_work(struct wft_worker *w
 	/* I/O: every IO_CHECK_EVERY-th pick while other threads are runnable
 	 * here, and always when nothing else is (see "I/O check cost"). */
 	if (w->ring && (force || (++w->io_tick % IO_CHECK_EVERY) == 0 ||
-			(!wft_next_peek(w) && wft_runq_size(w) == 0)))
+			(!wft_next_peek(w) && wft_runq_size(w) == 0))) {
+		/* wakes from completions are not the running thread's */
+		w->in_side_work = true;
 		wft_uring_poll(w);
+		w->in_side_work = false;
+	}
 	{
 		/* relaxed: the heap's minimum, a hint written under the heap lock
 		 * (a canceller on another worker may change it concurrently) */
 		weft_time_t next = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
 
 		if (wft_unlikely(next != WEFT_TIME_INFINITE) &&
-		    (force || !w->current || (++w->tick % TIMER_CHECK_EVERY) == 0))
+		    (force || !w->current || (++w->tick % TIMER_CHECK_EVERY) == 0)) {
+			w->in_side_work = true;   /* nor are timeouts */
 			check_timers(w, next);
+			w->in_side_work = false;
+		}
 	}
 	/* relaxed: a thief's hint, see answer_split_req() */
 	if (wft_unlikely(atomic_load_explicit(&w->rq.split_req, memory_order_relaxed)))
@@ -281,6 +288,11 @@ static inline __attribute__((always_inline)) struct weft_thread *pick(struct wft
 	 * atomicity matters; we set the slot ourselves) */
 	if (wft_next_peek(w) &&
 	    (t = wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_relaxed)))) {
+		/* a lone spawned child is not a ping-pong wakee: no streak */
+		if (wft_unlikely(t == w->spawn_next)) {
+			w->spawn_next = NULL;
+			return t;
+		}
 		if (w->next_streak < NEXT_STREAK_MAX) {
 			w->next_streak++;
 			wft_stat_inc(w, next_slot);
@@ -607,10 +619,13 @@ bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t)
 		return false;
 	direct_tick(w);
 	/* A lone child waits in the next slot (wft_worker_push_spawn): take
-	 * it back with the pick's exchange (acquire, as the pick's: a thief
-	 * may have taken it, then the slot reads NULL and t runs there) */
-	if (wft_next_peek(w) == t)
-		return wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_acquire)) == t;
+	 * it back with the pick's exchange (relaxed, as the pick's: we set
+	 * the slot ourselves; a thief may have taken it, then the slot reads
+	 * NULL and t runs there) */
+	if (wft_next_peek(w) == t) {
+		w->spawn_next = NULL;
+		return wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_relaxed)) == t;
+	}
 	/* Another thread in the next slot runs first (the pick's order);
 	 * skipping it would also leave t's exit no free slot to return
 	 * through, and the joiner's wake would push it to the tail (I3;
@@ -708,11 +723,12 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 		/* A second spawn: the lone child leaves the slot for the
 		 * private list, so that children keep their newest-first order
 		 * (see "Spawn order"); it sat there for one spawn, too short
-		 * for a thief (I5). acquire, as the pick's exchange; NULL back:
-		 * a thief took it */
+		 * for a thief (I5). relaxed, as the pick's exchange: we wrote
+		 * the value ourselves and a thief publishes nothing; NULL
+		 * back: a thief took it */
 		w->spawn_next = NULL;
 		if (wft_next_peek(w) == c &&
-		    wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_acquire)) == c)
+		    wft_next_untag(atomic_exchange_explicit(&w->next, 0, memory_order_relaxed)) == c)
 			wft_runq_push_front_owner(w, c);
 	}
 	if (t->pin < 0 && wft_feat(NEXT_SLOT) && wft_feat(STEAL) && !wft_next_peek(w) &&
@@ -762,6 +778,18 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 	maybe_wake_idle(w, t->pin < 0, 1);
 }
 
+/* Mail for an awake worker may sit there while it runs one thread for a
+ * long time; an idle worker rescues it (idle.c "Stranded mail"), but only
+ * a worker that ticks looks. If every other worker sleeps deep (they
+ * parked while all were idle, and this worker woke later), get one going:
+ * the strand check of the next slot, for the mailbox. Only for threads
+ * that can move. */
+static inline void mail_on_awake(struct weft_thread *first)
+{
+	if (first->pin < 0 && wft_feat(STEAL))
+		wft_idle_strand_check(wft_worker_self());
+}
+
 void wft_worker_push_remote_burst(struct wft_worker *target, struct weft_thread *first,
 				  struct weft_thread *last, unsigned n, struct wft_wake_burst *burst)
 {
@@ -776,10 +804,19 @@ void wft_worker_push_remote_burst(struct wft_worker *target, struct weft_thread 
 	 * AWAKE there means the target's re-check will see this mail) */
 	if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
 		return;
-	if (!burst->head)
+	if (!burst->head) {
 		burst->head = target;
-	else if (atomic_load_explicit(&target->sleep, memory_order_seq_cst) == WFT_W_SLEEPING)
+		burst->head_stealable = first->pin < 0;
+		return;
+	}
+	switch (atomic_load_explicit(&target->sleep, memory_order_seq_cst)) {
+	case WFT_W_SLEEPING:
 		wft_idle_kick_defer(target);
+		break;
+	case WFT_W_AWAKE:
+		mail_on_awake(first);
+		break;
+	}
 }
 
 void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first,
@@ -790,8 +827,9 @@ void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first
 	if (wft_feat(MAILBOX)) {
 		wft_stat_add_any(self, wakes_remote, n);
 		/* Kick only when the mailbox was empty (see mailbox.c). */
-		if (wft_mailbox_push_chain(&target->mailbox, first, last, n))
-			wft_idle_kick(target);
+		if (wft_mailbox_push_chain(&target->mailbox, first, last, n) &&
+		    wft_idle_kick_r(target) == WFT_KICK_AWAKE)
+			mail_on_awake(first);
 		return;
 	}
 	/* NO_MAILBOX: the pre-2011 kernel, lock the target's queue. */

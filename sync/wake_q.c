@@ -9,8 +9,8 @@
  *   primitive's queue under its slock) but not yet woken. The release paths
  *   of every primitive collect wakees here while they hold their slock, drop
  *   the slock, then flush: no wake (and so no mailbox CAS, no kick syscall)
- *   ever happens under a sync object's lock. See DESIGN.md "Wake path" and
- *   SEEDS.md B3.
+ *   ever happens under a sync object's lock (the kernel's wake_q from
+ *   seed 000; docs/wake-path.md and docs/seeds.md).
  *
  * Objects and states
  *   A record in a wake queue is in the state "granted, not woken": its
@@ -95,7 +95,7 @@
  *   waker keeps running after an unlock and a wakee queued behind it cannot
  *   take the lock until the waker blocks (cooperative scheduling; the
  *   lock would sit free while idle workers have waiters to run). This is
- *   seed 003's "wake_up with the goodness inside" (SEEDS.md B6), bounded:
+ *   seed 003's "wake_up with the goodness inside" (docs/seeds.md), bounded:
  *   the head is passed over at most WFT_PICK_MAX_SKIPS times, then it is
  *   taken whatever its score, so FIFO order is violated by a bounded amount
  *   and nobody starves.
@@ -262,7 +262,7 @@ static void flush_batched(struct wft_waiter *wt, struct wft_worker *self)
 	struct weft_thread *t;
 	struct wft_worker *target;
 	/* one parked worker per batch for its unpinned wakees (wake.c R4) */
-	struct wft_wake_burst burst = { NULL, NULL };
+	struct wft_wake_burst burst = { NULL, NULL, false };
 
 	for (; wt; wt = next) {
 		next = next_of(wt);   /* I2: read before the record is released */

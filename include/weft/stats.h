@@ -47,7 +47,8 @@ typedef struct weft_stats {
 	uint64_t chain_kicks;     /* kicks made by a worker that found surplus work (chained wakes) */
 	uint64_t place_affine;    /* wakes placed on the waker's worker: the last worker was parked */
 	uint64_t place_wide;      /* wakes of a 1:N waker (wake_wide) not pulled to the waker's worker */
-	uint64_t place_awake;     /* wakes placed on another awake worker: the last worker was parked */
+	uint64_t place_awake;     /* wakes moved off a parked last worker: to a spinning worker, or
+	                           * to the one worker a batch (wake-queue flush) kicks */
 	uint64_t reserved[5];
 } weft_stats_t;
 /* 42 counters' room: a new counter takes a reserved field (ABI). */
