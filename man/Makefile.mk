@@ -24,13 +24,15 @@ uninstall-hook: uninstall-man-links
 
 install-man-links:
 	$(MKDIR_P) '$(DESTDIR)$(man3dir)'
-	cd $(srcdir) && sh man/links.sh $(man3_pages) | \
+	pages=; for p in $(man3_pages); do pages="$$pages $(srcdir)/$$p"; done; \
+	sh $(srcdir)/man/links.sh $$pages | \
 	while read name page; do \
 		echo ".so man3/$$page" > '$(DESTDIR)$(man3dir)'/$$name.3 || exit 1; \
 	done
 
 uninstall-man-links:
-	cd $(srcdir) && sh man/links.sh $(man3_pages) | \
+	pages=; for p in $(man3_pages); do pages="$$pages $(srcdir)/$$p"; done; \
+	sh $(srcdir)/man/links.sh $$pages | \
 	while read name page; do \
 		rm -f '$(DESTDIR)$(man3dir)'/$$name.3; \
 	done
