@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/check_man.sh - the man pages cover the API and render cleanly.
-#   1. every weft_* symbol exported by the built libweft.so (nm -D) is named
+#   1. every weft_* symbol exported by the built libweft.so (nm -D; the
+#      archive's global symbols in a --disable-shared build) is named
 #      in the NAME section of some page in man/ (so `make install` gives it
 #      a page or a .so link, see man/links.sh);
 #   2. every page renders with groff -man -ww without a warning.
@@ -8,6 +9,11 @@
 srcdir=${srcdir:-.}
 man=$srcdir/man
 lib=.libs/libweft.so
+nmflags=-D
+if [ ! -f "$lib" ] && [ -f .libs/libweft.a ]; then
+	lib=.libs/libweft.a    # --disable-shared: the archive's global symbols
+	nmflags=-g
+fi
 fail=0
 
 if ! command -v nm >/dev/null 2>&1 || ! command -v groff >/dev/null 2>&1; then
@@ -27,7 +33,7 @@ for p in "$man"/*.3; do basename "$p" .3; done > "$tmp/names"
 sh "$man/links.sh" "$man"/*.3 | cut -d' ' -f1 >> "$tmp/names"
 sort -u "$tmp/names" -o "$tmp/names"
 
-nm -D --defined-only "$lib" | awk '{ sub(/@.*/, "", $3) } $3 ~ /^weft_/ { print $3 }' |
+nm $nmflags --defined-only "$lib" | awk '{ sub(/@.*/, "", $3) } $3 ~ /^weft_/ { print $3 }' |
 	sort -u > "$tmp/syms"
 nsyms=$(wc -l < "$tmp/syms")
 if [ "$nsyms" -eq 0 ]; then
