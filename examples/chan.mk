@@ -1,5 +1,5 @@
-# channel benchmarks (issue 3): perf bench sched pipe (SEEDS.md A4) and the
-# stage pipeline (A9), each with its pthread baseline in the same binary.
+# channel benchmarks (issue 3): perf bench sched pipe and the
+# stage pipeline (docs/seeds.md), each with its pthread baseline in the same binary.
 noinst_PROGRAMS += examples/pipe-bench examples/pipeline
 examples_pipe_bench_SOURCES = examples/pipe-bench.c
 examples_pipe_bench_CFLAGS = $(EX_CFLAGS)

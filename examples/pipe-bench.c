@@ -1,13 +1,13 @@
 /*
  * examples/pipe-bench.c - `perf bench sched pipe` in library form, with its
- * kernel baseline in the same binary (SEEDS.md A4).
+ * kernel baseline in the same binary (docs/seeds.md, "pipe-bench").
  *
  * What it owns
  *   Two tasks and two one-way links. For L loops, task A writes an int on
  *   link 0 and then reads one from link 1; task B reads from link 0 and
  *   writes on link 1: a strict ping-pong in which every operation is a
  *   blocking hand-off and a wakeup of the partner. Written from the
- *   description in SEEDS.md A4, not from perf's source.
+ *   benchmark's documented behaviour, not from perf's source.
  *
  *   Implementations (-i, repeatable; default: all that apply):
  *     weft-same     two light threads pinned to worker 0, two rendezvous

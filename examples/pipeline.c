@@ -1,6 +1,6 @@
 /*
  * examples/pipeline.c - Ed Tomlinson's Java stage pipeline (seed 003) in
- * library form, with a pthread baseline in the same binary (SEEDS.md A9).
+ * library form, with a pthread baseline in the same binary (docs/seeds.md, "pipeline").
  *
  * What it owns
  *   K stages, each a thread, connected by K-1 bounded queues. Stage 0
@@ -8,7 +8,8 @@
  *   units of work on it and passes it on, the last stage checks the order.
  *   Normally only one stage is runnable at a time: a chain of producer ->
  *   consumer hand-offs, the sleep/wakeup convoy of the seed, where the cost
- *   is all in wakeups and switches. Written from SEEDS.md A9.
+ *   is all in wakeups and switches. Written from the seed's description
+ *   (the original's source was not available).
  *
  *   Implementations (-i, repeatable; default all):
  *     weft          light threads, weft channels of capacity C, unpinned.

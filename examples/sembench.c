@@ -1,16 +1,16 @@
 /*
  * examples/sembench.c - the seed 000 wakeup-storm benchmark in library form,
- * with its kernel baselines in the same binary (SEEDS.md A1).
+ * with its kernel baselines in the same binary (docs/seeds.md, "sembench").
  *
  * What it owns
  *   A port of Chris Mason's sembench written from the description in
- *   shared/SEEDS.md A1 (no code of the original was used): T sleeping workers,
+ *   its documented behaviour (no code of the original was used): T sleeping workers,
  *   each pinned to a CPU (kernel modes) or to a weft worker (weft modes), and
  *   one unpinned poster that wakes up to W of them per iteration, back to
  *   back, for R seconds. The result is "worker burns per second", i.e. how
  *   many wakeups per second the poster manages to deliver: the benchmark is
- *   poster-bound, so it measures the waker's per-wakeup cost (SEEDS.md A1,
- *   "Useful verified arithmetic").
+ *   poster-bound, so it measures the waker's per-wakeup cost (docs/seeds.md,
+ *   "sembench").
  *
  *   Modes (-o):
  *     0  SysV semaphores: sets of SEMS_PERID, one semaphore per worker;
@@ -23,7 +23,7 @@
  *     3  weft: light threads block in weft_sem_wait(); the poster posts with
  *        weft_sem_post_wq() into a wake queue and flushes it after every group
  *        of at most BATCH_OPS posts of one set - the library form of the
- *        64-op semop (the kernel's wake_q, SEEDS.md B3).
+ *        64-op semop (the kernel's wake_q; docs/design.md "Wake queues").
  *     4  weft: as 3, but every post is a plain weft_sem_post(), one wake each.
  *
  *   The poster is the process's main thread, a plain OS thread that is not
@@ -77,7 +77,7 @@
  *   End: after R seconds the poster sets done and keeps running its wake
  *   step every 200 us until every worker has left.
  *
- * Deliberate differences from the original (SEEDS.md A1)
+ * Deliberate differences from the original
  *   - The run lasts R seconds of CLOCK_MONOTONIC. The original stops when the
  *     whole-second difference of gettimeofday() reaches R, so its runs last
  *     anywhere between R-1 and R seconds (up to 10% noise at -r 10); the
@@ -93,8 +93,8 @@
  *   - Extra numbers (exact elapsed time and rate, rusage, weft counters) go
  *     to stderr; stdout carries exactly the original's five lines.
  *
- * See shared/SEEDS.md A1 and seed 000 for the original runs, DESIGN.md
- * "Wake path" for what modes 3/4 exercise, examples/run-seeds.sh to run it.
+ * See docs/seeds.md "sembench" (seed 000) for the original runs,
+ * docs/design.md "Wake path" for what modes 3/4 exercise, examples/run-seeds.sh to run it.
  */
 #define _GNU_SOURCE
 #include <errno.h>

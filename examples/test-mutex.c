@@ -1,10 +1,10 @@
 /*
  * examples/test-mutex.c - seed 001's `test-mutex V 16 10` (plus the `timec`
  * counters) in library form, with the pthread baselines in the same binary
- * (SEEDS.md A2).
+ * (docs/seeds.md, "test-mutex").
  *
  * What it owns
- *   A port written from the description in shared/SEEDS.md A2 (no code of the
+ *   A port written from a description of the original (no code of the
  *   original was used). T tasks run for S seconds; each operation takes one
  *   lock that guards a shared "directory" (a hash table standing in for the
  *   /tmp directory inode whose i_mutex serialised the original's creat()
@@ -85,7 +85,8 @@
  * Never does what the original did at start-up (removing every file in
  * /tmp): it touches no files at all.
  *
- * See shared/SEEDS.md A2 and seed 001, DESIGN.md "Mutex", run-seeds.sh.
+ * See docs/seeds.md "test-mutex" (seed 001), docs/design.md "Mutex",
+ * run-seeds.sh.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -9,8 +9,8 @@
  * every sync object: a bounded spin, then a futex sleep). And select: one waiter queued on several
  * channels at once, completed by exactly one of them. Parking itself (weft
  * thread or OS thread, deadlines) is sync/parking.c's struct wft_waiter.
- * Public contract: include/weft/chan.h. Design: DESIGN.md "Wake path",
- * SEEDS.md A4 (pipe ping-pong) and A9 (pipeline), seed 003 (wake-one).
+ * Public contract: include/weft/chan.h. Design: docs/design.md "Wake path";
+ * docs/seeds.md "pipe-bench", "pipeline" and seed 003 (wake-one).
  *
  * Objects and states
  * ------------------
@@ -188,8 +188,8 @@
  * -----------
  * A sender that hands its element straight to a parked receiver (a
  * rendezvous hand-off: ping-pong, pipelines) has given its work away and
- * typically blocks next, waiting for the reply or the next input (SEEDS.md
- * A4). Such a wake asks the wake path to run the receiver on the sender's
+ * typically blocks next, waiting for the reply or the next input
+ * (docs/seeds.md, "pipe-bench"). Such a wake asks the wake path to run the receiver on the sender's
  * worker (the kernel's WF_SYNC, Go's runnext): no remote wake, no kick, the
  * receiver runs as soon as the sender parks. A receiver that takes a parked
  * sender's element is about to work on it, not to block, so that wake uses

@@ -61,3 +61,4 @@ include tests/io.mk
 # wake-path benchmarks smoke test (examples/wake.mk)
 TESTS += tests/check_wake_bench.sh
 dist_check_SCRIPTS += tests/check_wake_bench.sh
+TESTS += tests/check_man.sh

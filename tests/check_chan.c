@@ -276,7 +276,7 @@ START_TEST(test_order_two_threads)
 }
 END_TEST
 
-/* Ping-pong: a token goes a -> b on ch[0] and back on ch[1] (SEEDS.md A4). */
+/* Ping-pong: a token goes a -> b on ch[0] and back on ch[1] (docs/seeds.md, "pipe-bench"). */
 struct pp_arg {
 	weft_chan_t *ch[2];
 	int n;

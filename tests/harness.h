@@ -1,7 +1,7 @@
 /*
  * tests/harness.h - helpers shared by the Check suites and stress tests.
  *
- * Rules (STYLE.md "Tests"): the runtime is started inside each test
+ * Rules (tests/README): the runtime is started inside each test
  * (Check forks per test; fork copies only the calling thread), and no
  * ck_assert runs inside a weft thread: threads record the first failure
  * with WT_CHECK and the test body asserts wt_failed() after joining.
