@@ -64,10 +64,14 @@ ab_plots() {
 		awk -F'\t' -v s="$sw" 'NR > 1 && $1 == s { print $2 "\t" $4 "\t" $5 "\t" $6 "\t" $7 "\t" $8 "\t" $9 }' \
 			"$D/ab.tsv" > "$P/ab-$sw.dat"
 		unit=$(awk -F'\t' -v s="$sw" 'NR > 1 && $1 == s { print $3; exit }' "$D/ab.tsv")
+		case $unit in
+		ns|us|ms|s|usecs/op|%|kicks) unit="$unit (lower is better)" ;;
+		*) unit="$unit (higher is better)" ;;
+		esac
 		render "ab-$sw" <<EOF
 $COMMON
 set title "Feature switch $sw: on (default) vs off (WEFT_FEATURES=NO_$sw)\nmedian of the runs, error bars min-max"
-set ylabel "$unit (higher is better)"
+set ylabel "$unit"
 set style data histogram
 set style histogram errorbars gap 2 lw 1.5
 set style fill solid 0.85 border -1
@@ -193,7 +197,7 @@ conn_plot() {
 	render "$name" <<EOF
 $COMMON
 set multiplot layout 1,2 title "$title"
-set tmargin 6
+set key outside bottom center horizontal
 set logscale x
 set autoscale xfix
 set offsets graph 0.06, graph 0.06, 0, 0

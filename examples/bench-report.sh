@@ -196,7 +196,7 @@ suite_sync_micro() {
 
 suite_pipe_bench() {
 	local r loops=1000000
-	[ -n "$QUICK" ] && loops=200000
+	[ -n "$QUICK" ] && loops=100000
 	for r in $(seq 1 "$REPS"); do
 		run "pipe-bench-$r" -- "$E/pipe-bench" -r "$IN_RUNS" -l "$loops" &&
 			collect pipe-bench - "$(lastlog "pipe-bench-$r")"
@@ -207,7 +207,7 @@ suite_pipe_bench() {
 # issue 14 wants 2 workers no slower than 1), alternated.
 suite_pipeline() {
 	local r n=1000000
-	[ -n "$QUICK" ] && n=200000
+	[ -n "$QUICK" ] && n=100000
 	for r in $(seq 1 "$REPS"); do
 		run "pipeline-$r" -- "$E/pipeline" -r "$IN_RUNS" -n "$n" &&
 			collect pipeline - "$(lastlog "pipeline-$r")"
@@ -677,8 +677,8 @@ report() {
 		section "Runtime micro benchmarks (weft-micro)" weft-micro pthread
 		section "Sync micro benchmarks (sync-micro)" sync-micro pthread
 		plot_links cdf-
-		section "Locks (test-mutex ceiling and many waiters)" locks variant . \
-			"variant ceiling: --work-ns=0 V 1, the critical section alone. Ratios against the first row of the same benchmark."
+		section "Locks (test-mutex ceiling and many waiters)" locks first . \
+			"variant ceiling: --work-ns=0 V 1, the critical section alone; the ratios are against it."
 		section "rwlock" rwlock pthread
 		section "cond" cond pthread
 		echo "## Scale"
