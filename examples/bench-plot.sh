@@ -61,23 +61,27 @@ ab_plots() {
 	local sw unit
 	[ -s "$D/ab.tsv" ] || return 0
 	for sw in $(awk -F'\t' 'NR > 1 { print $1 }' "$D/ab.tsv" | sort -u); do
-		awk -F'\t' -v s="$sw" 'NR > 1 && $1 == s { print $2 "\t" $4 "\t" $5 "\t" $6 "\t" $7 "\t" $8 "\t" $9 }' \
-			"$D/ab.tsv" > "$P/ab-$sw.dat"
-		unit=$(awk -F'\t' -v s="$sw" 'NR > 1 && $1 == s { print $3; exit }' "$D/ab.tsv")
-		case $unit in
-		ns|us|ms|s|usecs/op|%|kicks) unit="$unit (lower is better)" ;;
-		*) unit="$unit (higher is better)" ;;
-		esac
+		# each case as performance relative to the switch on (higher is
+		# better whatever the unit: a time is inverted), so that cases in
+		# different units share one axis; the unit goes into the label
+		awk -F'\t' -v s="$sw" 'NR > 1 && $1 == s {
+			inv = ($3 ~ /^(ns|us|ms|s|usecs\/op|%|kicks)$/)
+			on = $4
+			for (i = 4; i <= 9; i++) r[i] = inv ? on / $i : $i / on
+			# inverted, min and max swap
+			if (inv) printf "%s\t%g\t%g\t%g\t%g\t%g\t%g\n", $2 " (" $3 ")", r[4], r[6], r[5], r[7], r[9], r[8]
+			else printf "%s\t%g\t%g\t%g\t%g\t%g\t%g\n", $2 " (" $3 ")", r[4], r[5], r[6], r[7], r[8], r[9]
+		}' "$D/ab.tsv" > "$P/ab-$sw.dat"
 		render "ab-$sw" <<EOF
 $COMMON
-set title "Feature switch $sw: on (default) vs off (WEFT_FEATURES=NO_$sw)\nmedian of the runs, error bars min-max"
-set ylabel "$unit"
+set title "Feature switch $sw: on (default) vs off (WEFT_FEATURES=NO_$sw)\nmedian of the runs, error bars min-max; the figures are in report.md"
+set ylabel "performance relative to $sw on (= 1; higher is better)"
 set style data histogram
 set style histogram errorbars gap 2 lw 1.5
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set yrange [0:*]
-set format y "%.1s%c"
+set format y "%.2f"
 set xtics scale 0
 plot '$P/ab-$sw.dat' using 2:3:4:xtic(1) title "$sw on" lc rgb '#1f77b4', \
      '' using 5:6:7 title "$sw off (NO_$sw)" lc rgb '#ff7f0e'

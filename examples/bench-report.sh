@@ -24,8 +24,8 @@
 #                   MAILBOX, BATCH_WAKE and OWNER_SPIN A/B (seeds 000, 001)
 #       weft-micro  runtime micro benchmarks against pthreads
 #       sync-micro  sync fast paths and wakes, with wake-latency samples
-#       pipe-bench  perf bench sched pipe (seed A4)
-#       pipeline    the stage pipeline (seed 003), 2 workers and 1
+#       pipe-bench  perf bench sched pipe (seed A4), SYNC_WAKE A/B
+#       pipeline    the stage pipeline (seed 003), 2 workers and 1, SYNC_WAKE A/B
 #       wake-scale  sembench -o 3 at WEFT_WORKERS=2, 16, 64 (issue 14 targets)
 #       locks       test-mutex ceiling (--work-ns=0 V 1) and many waiters
 #       echo        echo-server (weft, epoll, pthread) with echo-client
@@ -161,8 +161,20 @@ has_feature() { grep -q "WFT_FEAT($1," "$here/../runtime/features.def" 2>/dev/nu
 
 # ---------------------------------------------------------------- suites
 
+# run-seeds.sh's groups whose program is built (sembench, test-mutex, and
+# the lock benchmarks rwlock and cond once run-seeds.sh has those groups)
+seeds_groups() {
+	local g bin
+	for g in sembench:sembench test-mutex:test-mutex rwlock:rwlock-bench cond:cond-bench; do
+		bin=${g#*:}
+		g=${g%%:*}
+		grep -q "GROUP_FUNCS=.*$g:" "$here/run-seeds.sh" && [ -x "$E/$bin" ] && echo "$g"
+	done
+}
+
 suite_seeds() {
 	local env=(REPS="$REPS" OUT="$OUT/logs/seeds" QUIET_WAIT="${QUIET_WAIT:-0}")
+	env+=(ONLY="$(seeds_groups | tr '\n' ' ')")
 	if [ -n "$QUICK" ]; then
 		env+=(SEM_SECS=1 MUTEX_SECS=1 MUTEX_TASKS="${MUTEX_TASKS:-16}")
 	else
@@ -200,6 +212,11 @@ suite_pipe_bench() {
 	for r in $(seq 1 "$REPS"); do
 		run "pipe-bench-$r" -- "$E/pipe-bench" -r "$IN_RUNS" -l "$loops" &&
 			collect pipe-bench - "$(lastlog "pipe-bench-$r")"
+		# SYNC_WAKE (the kernel's WF_SYNC) A/B on the unpinned ping-pong
+		has_feature SYNC_WAKE || continue
+		run "pipe-bench-NO_SYNC_WAKE-$r" WEFT_FEATURES=NO_SYNC_WAKE -- "$E/pipe-bench" -r "$IN_RUNS" \
+			-l "$loops" -i weft-free &&
+			collect pipe-bench NO_SYNC_WAKE "$(lastlog "pipe-bench-NO_SYNC_WAKE-$r")"
 	done
 }
 
@@ -213,6 +230,10 @@ suite_pipeline() {
 			collect pipeline - "$(lastlog "pipeline-$r")"
 		run "pipeline-W1-$r" -- "$E/pipeline" -r "$IN_RUNS" -n "$n" -W 1 -i weft &&
 			collect pipeline W=1 "$(lastlog "pipeline-W1-$r")"
+		# SYNC_WAKE A/B: the wakee of a producer about to block
+		has_feature SYNC_WAKE || continue
+		run "pipeline-NO_SYNC_WAKE-$r" WEFT_FEATURES=NO_SYNC_WAKE -- "$E/pipeline" -r "$IN_RUNS" -n "$n" -i weft &&
+			collect pipeline NO_SYNC_WAKE "$(lastlog "pipeline-NO_SYNC_WAKE-$r")"
 	done
 }
 
@@ -341,15 +362,19 @@ suite_hackbench() { optional_prog hackbench hackbench "" ${HACKBENCH_ARGS:-}; }
 suite_gang() { optional_prog gang gang GANG ${GANG_ARGS:-}; }
 # shellcheck disable=SC2086
 suite_rwlock() {
-	local p
-	for p in rwlock-bench rwlock; do [ -x "$E/$p" ] && break; done
-	optional_prog "$p" rwlock "" ${RWLOCK_ARGS:-}
+	if seeds_groups | grep -qx rwlock; then
+		want seeds || skip rwlock "run by run-seeds.sh (the seeds suite), which was left out"
+		return
+	fi
+	optional_prog rwlock-bench rwlock "" ${RWLOCK_ARGS:-}
 }
 # shellcheck disable=SC2086
 suite_cond() {
-	local p
-	for p in cond-bench cond; do [ -x "$E/$p" ] && break; done
-	optional_prog "$p" cond "" ${COND_ARGS:-}
+	if seeds_groups | grep -qx cond; then
+		want seeds || skip cond "run by run-seeds.sh (the seeds suite), which was left out"
+		return
+	fi
+	optional_prog cond-bench cond "" ${COND_ARGS:-}
 }
 
 # examples/scale.sh prints a table (a header naming a workers column, then
@@ -474,13 +499,16 @@ aggregate() {
 # measured); PARAM "*" matches any.
 val() {
 	awk -F'\t' -v s="$1" -v b="$2" -v i="$3" -v v="$4" -v p="$5" \
-		'NR > 1 && $1 == s && $2 == b && $3 == i && $4 == v && (p == "*" || $5 == p) { print $8; exit }' "$RES"
+		'NR > 1 && $1 == s && (b == "*" || $2 == b) && $3 == i && $4 == v && (p == "*" || $5 == p) { print $8; exit }' "$RES"
 }
 
 # target ISSUE "DESCRIPTION" OP THRESHOLD NUM [DEN]: NUM and DEN are
 # "SUITE|BENCH|IMPL|VARIANT|PARAM" keys; the measure is NUM/DEN (or NUM).
+TARGET_PAIRS=" "
 target() {
-	local issue=$1 desc=$2 op=$3 th=$4 num den nv dv m st
+	local issue=$1 desc=$2 op=$3 th=$4 num den nv dv m st pair="$5>${6:-}>$4"
+	case $TARGET_PAIRS in *" $pair "*) return ;; esac
+	TARGET_PAIRS="$TARGET_PAIRS$pair "
 	IFS='|' read -r -a num <<< "$5"
 	nv=$(val "${num[@]}")
 	dv=1
@@ -504,22 +532,22 @@ target() {
 
 targets() {
 	printf 'issue\ttarget\tmeasured\trequired\tstatus\tby\n' > "$TARGETS"
-	local t
-	# issue 3 (run-seeds.sh's targets, same labels)
-	target "#3" "sembench -o 3, burns/s" ">=" 15000000 "seeds|sembench|o3-weft-wakeq|-|-"
-	target "#3" "sembench -o 3 / -o 0 (SysV)" ">=" 20 "seeds|sembench|o3-weft-wakeq|-|-" "seeds|sembench|o0-sysv|-|-"
-	target "#3" "sembench -o 3 / -o 4 (wake queue vs one by one)" ">=" 2 "seeds|sembench|o3-weft-wakeq|-|-" "seeds|sembench|o4-weft-post|-|-"
-	target "#3" "sembench -o 3 MAILBOX on / off" ">=" 1.26 "seeds|sembench|o3-weft-wakeq|-|-" "seeds|sembench|o3-NO_MAILBOX|-|-"
-	for t in 2 16 128; do
-		if [ $t = 2 ]; then
-			target "#3" "test-mutex V $t: weft / pthread (never below)" ">=" 1 "seeds|mutex-V$t|V$t-weft|-|-" "seeds|mutex-V$t|V$t-pthread|-|-"
-			continue
-		fi
-		target "#3" "test-mutex V $t: weft / pthread" ">=" 3 "seeds|mutex-V$t|V$t-weft|-|-" "seeds|mutex-V$t|V$t-pthread|-|-"
-		target "#3" "test-mutex V $t: OWNER_SPIN on / off" ">=" 2 "seeds|mutex-V$t|V$t-weft|-|-" "seeds|mutex-V$t|V$t-weft-NO_OWNER_SPIN|-|-"
-		# issue 18
-		target "#18" "test-mutex V $t: weft / glibc adaptive" ">=" 1.3 "seeds|mutex-V$t|V$t-weft|-|-" "seeds|mutex-V$t|V$t-pthread-adaptive|-|-"
-		target "#18" "test-mutex V $t: weft / ceiling (--work-ns=0 V 1)" ">=" 0.9 "seeds|mutex-V$t|V$t-weft|-|-" "locks|test-mutex-V|weft|ceiling|tasks=1,work=0"
+	local t d n dn mn
+	# run-seeds.sh's own targets (issue 3, and those later issues add to it):
+	# DESCRIPTION|NUM_LABEL|DEN_LABEL|MIN, "-" for an absolute figure
+	if [ -s "$OUT/logs/seeds/targets.txt" ]; then
+		while IFS='|' read -r d n dn mn; do
+			if [ "$dn" = - ]; then
+				target "#3+ (run-seeds.sh)" "$d" ">=" "$mn" "seeds|*|$n|-|-"
+			else
+				target "#3+ (run-seeds.sh)" "$d" ">=" "$mn" "seeds|*|$n|-|-" "seeds|*|$dn|-|-"
+			fi
+		done < "$OUT/logs/seeds/targets.txt"
+	fi
+	for t in 16 128; do
+		# issue 18 (when run-seeds.sh does not check them itself)
+		target "#18" "test-mutex V $t: weft / glibc adaptive" ">=" 1.3 "seeds|*|V$t-weft|-|-" "seeds|*|V$t-pthread-adaptive|-|-"
+		target "#18" "test-mutex V $t: weft / ceiling (--work-ns=0 V 1)" ">=" 0.9 "seeds|*|V$t-weft|-|-" "locks|test-mutex-V|weft|ceiling|tasks=1,work=0"
 	done
 	target "#18" "test-mutex V 1024 / V 128 (no cliff)" ">=" 0.8 "locks|test-mutex-V|weft|-|tasks=1024" "locks|test-mutex-V|weft|-|tasks=128"
 	target "#18" "test-mutex --hold-ns=50 --work-ns=200 M: 1024 / 128 tasks" ">=" 0.8 "locks|test-mutex-M-short|weft|-|tasks=1024" "locks|test-mutex-M-short|weft|-|tasks=128"
@@ -549,7 +577,8 @@ targets() {
 ab_table() {
 	printf 'switch\tcase\tunit\ton_median\ton_min\ton_max\toff_median\toff_min\toff_max\n' > "$AB"
 	awk -F'\t' '
-	NR > 1 { row[$1 "|" $2 "|" $3 "|" $4 "|" $5] = $6 "\t" $8 "\t" $9 "\t" $10; rows[NR] = $0 }
+	NR > 1 { row[$1 "|" $2 "|" $3 "|" $4 "|" $5] = $6 "\t" $8 "\t" $9 "\t" $10; rows[NR] = $0
+		if (!seenp[$1 "|" $2 "|" $3 "|" $4 "|" $5]++) nparam[$1 "|" $2 "|" $3 "|" $4]++ }
 	function pair(sw, cs, on, off) {
 		if ((on in row) && (off in row)) {
 			split(row[on], a, "\t"); split(row[off], b, "\t")
@@ -567,7 +596,9 @@ ab_table() {
 			split(rows[r], f, "\t")
 			if (f[4] !~ /^NO_/ || f[1] == "seeds") continue
 			on = f[1] "|" f[2] "|" f[3] "|-|" f[5]
-			pair(substr(f[4], 4), f[1] " " f[2] " " f[3] (f[5] != "-" ? " " f[5] : ""), on, f[1] "|" f[2] "|" f[3] "|" f[4] "|" f[5])
+			cs = f[1] (f[2] != f[1] && f[1] !~ "^" f[2] ? " " f[2] : "") " " f[3]
+			if (nparam[f[1] "|" f[2] "|" f[3] "|" f[4]] > 1) cs = cs " " f[5]
+			pair(substr(f[4], 4), cs, on, f[1] "|" f[2] "|" f[3] "|" f[4] "|" f[5])
 		}
 	}' "$RES" >> "$AB"
 }
@@ -648,7 +679,7 @@ report() {
 		echo
 		echo "## Targets"
 		echo
-		echo "From the open issues (#14 wake path at scale, #18 contended locks, #19 thread-per-connection) and the landed sync work (#3). \"not measured\": the benchmark is skipped or has not landed, or the quick mode leaves that size out."
+		echo "From the open issues (#14 wake path at scale, #16 gangs, #18 contended locks, #19 thread-per-connection) and run-seeds.sh's own list (the landed sync work, #3, and what later issues add to it). \"not measured\": the benchmark is skipped or has not landed, or the quick mode leaves that size out."
 		echo
 		m=$(awk -F'\t' 'NR > 1 { n[$5 ~ /^met/ ? "met" : $5 ~ /^MISSED/ ? "missed" : "nm"]++ } END { printf "%d met, %d missed, %d not measured", n["met"], n["missed"], n["nm"] }' "$TARGETS")
 		echo "$m."
@@ -665,6 +696,9 @@ report() {
 		for m in $(awk -F'\t' 'NR > 1 && $1 == "seeds" && $2 ~ /^mutex-V/ { print $2 }' "$RES" | sort -u -V); do
 			section "Seed 001: adaptive mutex, test-mutex ${m#mutex-} (OWNER_SPIN A/B)" seeds first "^$m\$" \
 				"examples/test-mutex V ${m#mutex-V}; baseline: glibc's default pthread mutex on OS threads."
+		done
+		for m in $(awk -F'\t' 'NR > 1 && $1 == "seeds" && $2 != "sembench" && $2 !~ /^mutex-V/ && !u[$2]++ { print $2 }' "$RES"); do
+			section "run-seeds.sh: $m" seeds first "^$m\$" "Ratios against the group's first case."
 		done
 		section "Seed 002: dispatcher (WAKE_WIDE A/B)" dispatcher pthread
 		section "Seed 003: stage pipeline" pipeline pthread . \
