@@ -10,8 +10,8 @@
 #              report.md again from its raw.tsv (after an interrupted run, or
 #              a change to this script or the plots)
 # environment:
-#   BENCH_QUICK=1    the two-minute version: one run of each configuration,
-#                    short durations, fewer sizes (CI runs it)
+#   BENCH_QUICK=1    the short version (a few minutes; CI runs it): one
+#                    run of each configuration, short durations, fewer sizes
 #   BENCH_OUT=DIR    the report directory (default:
 #                    BUILD_DIR/bench-results/<UTC date-time>)
 #   BENCH_REPS=N     runs of each configuration, alternated between the
@@ -712,7 +712,7 @@ report() {
 		section "Sync micro benchmarks (sync-micro)" sync-micro pthread
 		plot_links cdf-
 		section "Locks (test-mutex ceiling and many waiters)" locks first . \
-			"variant ceiling: --work-ns=0 V 1, the critical section alone; the ratios are against it."
+			"variant ceiling: --work-ns=0 V 1, the critical section alone. Ratios against the first row of each benchmark: the ceiling for test-mutex-V, 128 tasks for test-mutex-M-short (--hold-ns=50 --work-ns=200 M)."
 		section "rwlock" rwlock pthread
 		section "cond" cond pthread
 		echo "## Scale"
