@@ -671,6 +671,8 @@ report() {
 		echo "$(sed -n 's/^date=//p' "$OUT/machine.txt"), $(sed -n 's/^mode=//p' "$OUT/machine.txt"), $REPS run(s) per configuration, alternated; took $(sed -n 's/^duration=//p' "$OUT/machine.txt")."
 		echo "Each program's own baseline runs in the same sitting. Ratios: > 1 means weft (or the switch) is better, whichever way the unit goes; min-max over the runs (compare two reports with \`examples/compare.sh A B\`)."
 		echo
+		awk -F= '$1 == "cpus_online" { c = $2 } $1 ~ /^loadavg_/ { split($2, l, " "); if (l[1] > m) m = l[1] }
+			END { if (c > 0 && m > c) printf "**The machine was busy: load average up to %s on %s CPUs during the run. The figures are noisy; rerun on an idle machine before comparing.**\n\n", m, c }' "$OUT/machine.txt"
 		echo "## Machine"
 		echo
 		echo "| fact | value |"
@@ -733,7 +735,7 @@ report() {
 		echo
 		section "Echo (echo-server + echo-client)" echo epoll . "Baseline: the epoll event-loop server."
 		section "HTTP (examples/run-http.sh, wrk)" http nginx . "Baseline: nginx, 2 workers."
-		plot_links http
+		plot_links echo http
 		section "Preload (examples/run-preload.sh)" preload pthread
 		echo "## Skipped"
 		echo
