@@ -199,9 +199,10 @@ suite_weft_micro() {
 suite_sync_micro() {
 	local r s
 	for r in $(seq 1 "$REPS"); do
-		s=
-		[ "$r" = 1 ] && s=--samples=$OUT/samples
-		run "sync-micro-$r" -- "$E/sync-micro" --runs="$IN_RUNS" $s &&
+		s=()
+		# the first run also records the wake-latency samples
+		[ "$r" = 1 ] && s=(--samples="$OUT/samples")
+		run "sync-micro-$r" -- "$E/sync-micro" --runs="$IN_RUNS" "${s[@]}" &&
 			collect sync-micro - "$(lastlog "sync-micro-$r")"
 	done
 }
@@ -284,8 +285,8 @@ suite_locks() {
 
 PORT=${BENCH_PORT:-19100}
 wait_port() {
-	local i
-	for i in $(seq 1 100); do
+	local _
+	for _ in $(seq 1 100); do
 		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
 		sleep 0.05
 	done
@@ -532,7 +533,7 @@ target() {
 
 targets() {
 	printf 'issue\ttarget\tmeasured\trequired\tstatus\tby\n' > "$TARGETS"
-	local t d n dn mn
+	local t d n dn mn hp
 	# run-seeds.sh's own targets (issue 3, and those later issues add to it):
 	# DESCRIPTION|NUM_LABEL|DEN_LABEL|MIN, "-" for an absolute figure
 	if [ -s "$OUT/logs/seeds/targets.txt" ]; then
@@ -559,7 +560,7 @@ targets() {
 	target "#14" "pipeline (8 stages): 1-worker time / 2-worker time" ">=" 1 "pipeline|pipeline|weft|W=1|*" "pipeline|pipeline|weft|-|*"
 	# issue 19
 	for t in 50 1000 10000; do
-		local hp="conns=$t,threads=2,duration=$([ -n "$QUICK" ] && echo 2 || echo 10),repeat=$REPS"
+		hp="conns=$t,threads=2,duration=$([ -n "$QUICK" ] && echo 2 || echo 10),repeat=$REPS"
 		target "#19" "HTTP c=$t: weft / nginx req/s" ">=" 1.2 "http|http|weft|-|$hp" "http|http|nginx|-|$hp"
 		target "#19" "HTTP c=$t: weft p99 / nginx p99" "<=" 1 "http|http_p99|weft|-|$hp" "http|http_p99|nginx|-|$hp"
 	done
