@@ -9,6 +9,10 @@ examples_weft_micro_LDADD = $(EX_LDADD)
 
 dist_noinst_SCRIPTS += examples/run-seeds.sh
 
+# make bench (Makefile.am): the runner, its plots, and the comparison of two
+# report directories
+dist_noinst_SCRIPTS += examples/bench-report.sh examples/bench-plot.sh examples/compare.sh
+
 include examples/seeds.mk
 include examples/io.mk
 include examples/chan.mk

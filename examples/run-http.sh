@@ -10,6 +10,11 @@
 #                  2 workers, access_log off, `return 200` of the same body
 # and a built tree (make) for examples/http-server.
 #
+# Output: a table, the weft ratios, then one machine-readable line per
+# implementation and connection count:
+#   bench=http impl=IMPL param=conns=C,... value=REQS unit=req/s
+#   bench=http_p99 impl=IMPL param=conns=C,... value=P99 unit=us
+#
 # Run from the top build directory:
 #   examples/run-http.sh                  # or: /path/to/src/examples/run-http.sh
 # Environment:
@@ -179,4 +184,15 @@ case " $IMPLS " in
 	done
 	;;
 esac
+
+# Machine-readable lines (examples/bench-report.sh reads them), one per
+# implementation and connection count: the median run's req/s and p99.
+echo
+for c in $CONNS; do
+	for impl in $IMPLS; do
+		p="conns=$c,threads=$THREADS,duration=$DURATION,repeat=$REPEAT"
+		[ -n "${RPS[$impl,$c]:-}" ] && echo "bench=http impl=$impl param=$p value=${RPS[$impl,$c]} unit=req/s"
+		[ -n "${P99[$impl,$c]:-}" ] && echo "bench=http_p99 impl=$impl param=$p value=${P99[$impl,$c]} unit=us"
+	done
+done
 [ "$LOGDIR" = "$TMP/logs" ] || echo "wrk outputs in $LOGDIR"

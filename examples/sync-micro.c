@@ -3,7 +3,7 @@
  * paths and cross-worker wakeups (issue targets of the sync work), each
  * with its baseline in the same binary and the same run.
  *
- *   sync-micro [--bench=NAME[,NAME...]] [--runs=N]
+ *   sync-micro [--bench=NAME[,NAME...]] [--runs=N] [--samples=DIR]
  *
  * Benchmarks (each prints one line per impl, the median of --runs runs):
  *   mutex_uncontended  lock + unlock of a free mutex in a loop, one thread;
@@ -25,6 +25,15 @@
  *                      busy as above; ns per wake (half a round trip).
  *
  * Output lines: bench=NAME impl=IMPL param=K=V,... value=X unit=U
+ *
+ * --samples=DIR: after the runs above, one more run of mutex_handoff and
+ * sem_wake per impl records every wake's latency and writes it to
+ * DIR/NAME-IMPL.txt, one value in ns per line (for a latency CDF): for
+ * mutex_handoff the unlock -> peer acquisition time of each turn, for
+ * sem_wake the time from a post to the waiter running after its wait
+ * (samples_sem_wake: both directions of each round). It also prints
+ *   bench=NAME_p50 / NAME_p99 / NAME_max impl=IMPL ... unit=ns
+ * from those samples. Without --samples nothing changes.
  */
 #include "examples/bench_weft.h"
 
@@ -126,6 +135,9 @@ struct pair {
 	_Atomic uint64_t t_unlock;
 	uint64_t lat_ns;          /* sum of unlock -> acquisition, written by the waiter
 	                           * of each turn (turns are sequential) */
+	uint64_t *samples;        /* --samples: one latency per turn or wake, else NULL */
+	uint64_t t_post[2];       /* samples_sem_wake: when party k posted; read by the
+	                           * peer after its wait (the semaphore orders them) */
 	/* sem_wake */
 	weft_sem_t s[2];
 	sem_t ps[2];
@@ -165,8 +177,11 @@ static void ho_spin_ns(uint64_t ns)
 				;                                                     \
 			atomic_store_explicit(&p->stage, 2, memory_order_release);    \
 			LOCK(M);                                                      \
-			p->lat_ns += bench_now_ns() -                                 \
+			uint64_t lat_ = bench_now_ns() -                              \
 				atomic_load_explicit(&p->t_unlock, memory_order_relaxed);     \
+			p->lat_ns += lat_;                                            \
+			if (p->samples)                                               \
+				p->samples[i] = lat_;                                 \
 			UNLOCK(M);                                                    \
 			atomic_store_explicit(&p->stage, 3, memory_order_release);    \
 			while (atomic_load_explicit(&p->stage, memory_order_acquire) != 0) \
@@ -189,6 +204,44 @@ static void *pthread_ho_party(void *arg)
 	struct pair *p = a->p;
 
 	HO_BODY(pthread_mutex_lock, pthread_mutex_unlock, &p->pm, HO_TURNS)
+	return NULL;
+}
+
+/* samples_sem_wake: the sem_wake ping-pong with each wake timed from the
+ * post to the waiter's return from its wait; samples[2i + k] is party k's
+ * wake of round i. */
+enum { SW_SAMPLE_ROUNDS = 10000 };
+
+#define SW_SAMPLE_BODY(POST, WAIT, sems)                                              \
+	for (int i = 0; i < SW_SAMPLE_ROUNDS; i++) {                                  \
+		if (a->me == 0) {                                                     \
+			p->t_post[0] = bench_now_ns();                                \
+			POST(&(sems)[1]);                                             \
+			WAIT(&(sems)[0]);                                             \
+			p->samples[2 * i] = bench_now_ns() - p->t_post[1];            \
+		} else {                                                              \
+			WAIT(&(sems)[1]);                                             \
+			p->samples[2 * i + 1] = bench_now_ns() - p->t_post[0];        \
+			p->t_post[1] = bench_now_ns();                                \
+			POST(&(sems)[0]);                                             \
+		}                                                                     \
+	}
+
+static void *weft_sws_party(void *arg)
+{
+	struct party *a = arg;
+	struct pair *p = a->p;
+
+	SW_SAMPLE_BODY(weft_sem_post, weft_sem_wait, p->s)
+	return NULL;
+}
+
+static void *pthread_sws_party(void *arg)
+{
+	struct party *a = arg;
+	struct pair *p = a->p;
+
+	SW_SAMPLE_BODY(sem_post, sem_wait, p->ps)
 	return NULL;
 }
 
@@ -215,6 +268,7 @@ static void *pthread_sw_party(void *arg)
 struct weft_pair_arg {
 	void *(*fn)(void *);
 	double per;               /* events per run; 0: return the mean hand-off latency */
+	uint64_t *samples;        /* NULL, or room for one latency per turn or wake */
 };
 
 static void *weft_pair_run(void *arg)
@@ -227,6 +281,7 @@ static void *weft_pair_run(void *arg)
 	uint64_t t0;
 
 	memset(&p, 0, sizeof(p));
+	p.samples = pa->samples;
 	weft_mutex_init(&p.m);
 	weft_sem_init(&p.s[0], 0);
 	weft_sem_init(&p.s[1], 0);
@@ -254,6 +309,7 @@ static double weft_pair(void *arg)
 struct pthread_pair_arg {
 	void *(*fn)(void *);
 	double per;
+	uint64_t *samples;
 };
 
 static double pthread_pair(void *arg)
@@ -266,6 +322,7 @@ static double pthread_pair(void *arg)
 	uint64_t t0;
 
 	memset(&p, 0, sizeof(p));
+	p.samples = pa->samples;
 	pthread_mutex_init(&p.pm, NULL);
 	sem_init(&p.ps[0], 0, 0);
 	sem_init(&p.ps[1], 0, 0);
@@ -287,19 +344,99 @@ static double pthread_pair(void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* --samples */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Write v[0..n-1] to DIR/NAME-IMPL.txt, one per line, and print the p50,
+ * p99 and max lines. Returns 0, or -1 if the file cannot be written. */
+static int samples_write(const char *dir, const char *name, const char *impl,
+			 const char *param, uint64_t *v, size_t n)
+{
+	char path[4096], bname[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s-%s.txt", dir, name, impl);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "sync-micro: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%llu\n", (unsigned long long)v[i]);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "sync-micro: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	snprintf(bname, sizeof(bname), "%s_p50", name);
+	bench_result(NULL, bname, impl, param, (double)v[n / 2], "ns");
+	snprintf(bname, sizeof(bname), "%s_p99", name);
+	bench_result(NULL, bname, impl, param, (double)v[n * 99 / 100], "ns");
+	snprintf(bname, sizeof(bname), "%s_max", name);
+	bench_result(NULL, bname, impl, param, (double)v[n - 1], "ns");
+	return 0;
+}
+
+/* One sampled run of mutex_handoff and sem_wake per impl (those in
+ * benches). Returns 0, or 1 if a file could not be written. */
+static int samples_run(const char *dir, const char *benches)
+{
+	size_t n = HO_TURNS > 2 * SW_SAMPLE_ROUNDS ? HO_TURNS : 2 * SW_SAMPLE_ROUNDS;
+	uint64_t *v = calloc(n, sizeof(*v));
+	char param[64];
+	int bad = 0;
+
+	if (!v) {
+		fprintf(stderr, "sync-micro: out of memory for samples\n");
+		return 1;
+	}
+	if (bench_want(benches, "mutex_handoff")) {
+		struct weft_pair_arg wa = { weft_ho_party, 0, v };
+		struct pthread_pair_arg pa = { pthread_ho_party, 0, v };
+
+		snprintf(param, sizeof(param), "turns=%d,busy=1,samples=1", HO_TURNS);
+		weft_pair(&wa);
+		bad |= samples_write(dir, "mutex_handoff", "weft", param, v, HO_TURNS);
+		pthread_pair(&pa);
+		bad |= samples_write(dir, "mutex_handoff", "pthread", param, v, HO_TURNS);
+	}
+	if (bench_want(benches, "sem_wake")) {
+		struct weft_pair_arg wa = { weft_sws_party, 1, v };
+		struct pthread_pair_arg pa = { pthread_sws_party, 1, v };
+
+		snprintf(param, sizeof(param), "rounds=%d,busy=1,samples=1", SW_SAMPLE_ROUNDS);
+		weft_pair(&wa);
+		bad |= samples_write(dir, "sem_wake", "weft", param, v, 2 * SW_SAMPLE_ROUNDS);
+		pthread_pair(&pa);
+		bad |= samples_write(dir, "sem_wake", "pthread", param, v, 2 * SW_SAMPLE_ROUNDS);
+	}
+	free(v);
+	return bad ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
-	const char *benches = NULL;
+	const char *benches = NULL, *samples_dir = NULL;
 	char param[64];
+	int rc = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--bench=", 8) == 0) {
 			benches = argv[i] + 8;
 		} else if (strncmp(argv[i], "--runs=", 7) == 0) {
 			runs = atoi(argv[i] + 7);
+		} else if (strncmp(argv[i], "--samples=", 10) == 0 && argv[i][10]) {
+			samples_dir = argv[i] + 10;
 		} else {
-			fprintf(stderr, "usage: %s [--bench=a,b] [--runs=N]\n"
+			fprintf(stderr, "usage: %s [--bench=a,b] [--runs=N] [--samples=DIR]\n"
 				"  benches: mutex_uncontended mutex_handoff sem_wake\n", argv[0]);
 			return 2;
 		}
@@ -318,22 +455,24 @@ int main(int argc, char **argv)
 			     run_median(unc_pthread, NULL), "ns");
 	}
 	if (bench_want(benches, "mutex_handoff")) {
-		struct weft_pair_arg wa = { weft_ho_party, 0 };
-		struct pthread_pair_arg pa = { pthread_ho_party, 0 };
+		struct weft_pair_arg wa = { weft_ho_party, 0, NULL };
+		struct pthread_pair_arg pa = { pthread_ho_party, 0, NULL };
 
 		snprintf(param, sizeof(param), "turns=%d,busy=1", HO_TURNS);
 		bench_result(NULL, "mutex_handoff", "weft", param, run_median(weft_pair, &wa), "ns");
 		bench_result(NULL, "mutex_handoff", "pthread", param, run_median(pthread_pair, &pa), "ns");
 	}
 	if (bench_want(benches, "sem_wake")) {
-		struct weft_pair_arg wa = { weft_sw_party, 2.0 * SW_ROUNDS };
-		struct pthread_pair_arg pa = { pthread_sw_party, 2.0 * (SW_ROUNDS / 4) };
+		struct weft_pair_arg wa = { weft_sw_party, 2.0 * SW_ROUNDS, NULL };
+		struct pthread_pair_arg pa = { pthread_sw_party, 2.0 * (SW_ROUNDS / 4), NULL };
 
 		snprintf(param, sizeof(param), "rounds=%d,busy=1", SW_ROUNDS);
 		bench_result(NULL, "sem_wake", "weft", param, run_median(weft_pair, &wa), "ns");
 		snprintf(param, sizeof(param), "rounds=%d,busy=1", SW_ROUNDS / 4);
 		bench_result(NULL, "sem_wake", "pthread", param, run_median(pthread_pair, &pa), "ns");
 	}
+	if (samples_dir)
+		rc = samples_run(samples_dir, benches);
 	weft_shutdown();
-	return 0;
+	return rc;
 }
