@@ -53,3 +53,4 @@ EXTRA_DIST += tests/README
 include tests/sync.mk
 include tests/chan.mk
 include tests/io.mk
+include tests/models/Makefile.mk
