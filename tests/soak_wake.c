@@ -25,7 +25,9 @@
  * A stop flag ends every group at the deadline through its own protocol
  * (the token, the turn or a close), so a lost wakeup shows as a group that
  * never finishes: a watchdog (the main thread) prints every group's counts
- * and exits 2 when a group has made no progress for STALL_SECONDS.
+ * and exits 2 when a group has made no progress for STALL_SECONDS (or
+ * SOAK_STALL seconds from the environment), during the run or after the
+ * stop.
  *
  * Exit: 0 every count exact; 1 a count is off (printed); 2 a stall; 3 a
  * setup error. The last line gives the wakes (the runtime's counters:
@@ -60,6 +62,8 @@ struct group {
 	int kind, idx, nthreads;
 	_Atomic long progress;
 	_Atomic int finished;
+	long last;                /* watchdog: progress at last_move */
+	weft_time_t last_move;
 	weft_thread_t th[RING];
 	uint64_t seed;
 	/* ring */
@@ -437,12 +441,14 @@ int main(int argc, char **argv)
 	weft_stats_t s0, s1;
 	struct group *gs;
 	struct arg *args;
-	weft_time_t t0, end, last_move;
-	long last = -1, handoffs;
+	weft_time_t t0, end, stall;
+	long handoffs;
 	uint64_t wakes;
 	double secs;
 	int n, ng, na = 0, alive;
 
+	stall = (weft_time_t)(getenv("SOAK_STALL") ? atof(getenv("SOAK_STALL")) : STALL_SECONDS) *
+		1000000000ull;
 	if (weft_init(NULL) != 0) {
 		fprintf(stderr, "soak: weft_init failed\n");
 		return 3;
@@ -485,44 +491,44 @@ int main(int argc, char **argv)
 			weft_unpark(g->th[1]);
 		}
 	}
-	/* Watchdog: the deadline, then until every thread has finished; a
-	 * group without progress for STALL_SECONDS is a hang. */
-	last_move = t0;
+	/* Watchdog: the deadline, then until every thread has finished. A
+	 * group with live threads whose count has not moved for the stall
+	 * time hangs (a lost wakeup), also while the others keep going. */
+	for (int i = 0; i < ng; i++) {
+		gs[i].last = -1;
+		gs[i].last_move = t0;
+	}
 	for (;;) {
 		struct timespec ts = { 0, 100000000 };
 		weft_time_t now;
-		long p;
 
 		nanosleep(&ts, NULL);
 		now = weft_now_ns();
 		if (now >= end)
 			atomic_store(&stop, 1);
 		alive = 0;
-		for (int i = 0; i < ng; i++)
-			alive += gs[i].nthreads - atomic_load(&gs[i].finished);
+		for (int i = 0; i < ng; i++) {
+			struct group *g = &gs[i];
+			int left = g->nthreads - atomic_load(&g->finished);
+			long p = atomic_load_explicit(&g->progress, memory_order_relaxed);
+
+			alive += left;
+			if (p != g->last) {
+				g->last = p;
+				g->last_move = now;
+			}
+			if (left && now - g->last_move > stall) {
+				fprintf(stderr, "soak: STALL: %s[%d] made no progress for %.0f s "
+					"(%d of its threads alive)%s\n", kind_name[g->kind], g->idx,
+					(double)stall / 1e9, left,
+					atomic_load(&stop) ? ", after the stop" : "");
+				print_groups(gs, ng);
+				fflush(stderr);
+				_exit(2);
+			}
+		}
 		if (!alive)
 			break;
-		p = total_progress(gs, ng);
-		if (p != last) {
-			last = p;
-			last_move = now;
-		}
-		/* per group: the slowest group is the one that hangs; a group
-		 * that stopped moving while others move shows up in the print */
-		if (now - last_move > (weft_time_t)STALL_SECONDS * 1000000000ull) {
-			fprintf(stderr, "soak: STALL: no progress for %d s (%d threads alive)\n",
-				STALL_SECONDS, alive);
-			print_groups(gs, ng);
-			fflush(stderr);
-			_exit(2);
-		}
-		if (atomic_load(&stop) && now - end > (weft_time_t)STALL_SECONDS * 1000000000ull) {
-			fprintf(stderr, "soak: STALL: %d threads still alive %d s after the stop\n",
-				alive, STALL_SECONDS);
-			print_groups(gs, ng);
-			fflush(stderr);
-			_exit(2);
-		}
 	}
 	for (int i = 0; i < ng; i++)
 		for (int k = 0; k < gs[i].nthreads; k++)
