@@ -140,5 +140,5 @@ if [ "$fails" -ne 0 ]; then
 	rm -f "$stamp"
 	exit 1
 fi
-echo "$hash" >"$stamp" 2>/dev/null || :
+{ echo "$hash" >"$stamp"; } 2>/dev/null || :
 exit 0
