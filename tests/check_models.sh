@@ -45,6 +45,8 @@ runs() {
 idle_park.pml|ok|
 idle_park.pml|invalid end state|-DMUTANT_NO_FENCE
 idle_park.pml|invalid end state|-DMUTANT_NO_RECHECK
+idle_claim.pml|ok|
+idle_claim.pml|assertion violated|-DMUTANT_NO_CLAIM_CHECK
 mailbox.pml|ok|
 mailbox.pml|invalid end state|-DMUTANT_SPLIT_TAKE
 mailbox.pml|invalid end state|-DMUTANT_STALE_EMPTY

@@ -5,6 +5,7 @@ dist_check_SCRIPTS += tests/check_models.sh
 EXTRA_DIST += \
 	tests/models/park.inc \
 	tests/models/idle_park.pml \
+	tests/models/idle_claim.pml \
 	tests/models/mailbox.pml \
 	tests/models/park_token.pml \
 	tests/models/wake_q.pml \

@@ -18,7 +18,8 @@
  * Not modelled: the steal and spin phases (they only return earlier), the
  * idle tick and timer deadlines (a timed sleep only hides a lost wakeup
  * as a late one, so the worker here sleeps for good), wake_one's claim of
- * the idle bit, io_uring (its wait plays futex_wait's role).
+ * the idle bit (idle_claim.pml), io_uring (its wait plays futex_wait's
+ * role).
  *
  * Memory model: sequential consistency for seq_cst operations; in
  * MUTANT_NO_FENCE the announcement is a plain store into the worker's
