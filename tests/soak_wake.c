@@ -12,10 +12,12 @@
  *   ring  - 4 threads pass 2 tokens around 4 semaphores (wait or short
  *           timedwait; post or post_wq + flush). Check: waits == posts and
  *           the semaphores hold exactly the 2 tokens at the end.
- *   count - 4 threads increment a counter under one mutex (lock, short
- *           timedlock, trylock), half the time holding it across a sleep
- *           of up to 10 us (so that the others park on it). Check: counter == sum of increments, and
- *           nobody else was in the critical section.
+ *   count - 4 threads pass 2 batons around 4 semaphores (as the ring);
+ *           a baton's holder increments a counter under one mutex (lock,
+ *           short timedlock, trylock), half the time holding it across a
+ *           yield, so that the other baton's holder parks on it. Check:
+ *           counter == sum of increments, nobody else was in the critical
+ *           section, and the 2 batons are left in the semaphores.
  *   cond  - 2 threads take turns under a mutex and a cond (wait or short
  *           timedwait, signal). Check: the turns add up.
  *   chan  - a sender sends 1, 2, 3, ... into a channel (rendezvous, or
@@ -49,6 +51,7 @@
 #define RING 4
 #define TOKENS 2
 #define COUNTERS 4
+_Static_assert(COUNTERS == RING, "count uses the ring's semaphores");
 
 enum { K_RING, K_COUNT, K_COND, K_CHAN, K_PARK, NKINDS };
 static const char *const kind_name[NKINDS] = { "ring", "count", "cond", "chan", "park" };
@@ -177,7 +180,12 @@ static void *count_fn(void *a_)
 	int k = a->k, e;
 	uint64_t rng = g->seed + (uint64_t)k * 37 + 2;
 
-	while (!atomic_load(&stop)) {
+	for (;;) {
+		/* wait for one of the two batons (see ring) */
+		if ((e = weft_sem_wait(&g->sem[k])) != 0) {
+			fail(g, "baton wait", e, k);
+			return NULL;
+		}
 		switch (rnd(&rng) % 8) {
 		case 0:
 			while ((e = weft_mutex_timedlock(&g->m, soon(&rng))) == ETIMEDOUT)
@@ -197,24 +205,33 @@ static void *count_fn(void *a_)
 		if (g->in_cs++ != 0)
 			fail(g, "two threads in the critical section", g->in_cs, k);
 		g->counter++;
-		/* hold it across a short sleep: the others park on it, and
-		 * nobody monopolises a worker (no preemption here) */
+		/* hold it across a switch: the other baton holder parks on it */
 		if (rnd(&rng) % 2 == 0)
-			weft_sleep_ns(rnd(&rng) % 10000);
+			weft_yield();
 		g->in_cs--;
 		weft_mutex_unlock(&g->m);
 		g->mine[k]++;
 		tick(g);
+		if ((e = weft_sem_post(&g->sem[(k + 1) % COUNTERS])) != 0)
+			fail(g, "baton post", e, k);
+		if (atomic_load(&stop))
+			return NULL;
 	}
-	return NULL;
 }
 
 static void count_check(struct group *g)
 {
 	long sum = 0;
+	int v, batons = 0;
 
-	for (int k = 0; k < COUNTERS; k++)
+	for (int k = 0; k < COUNTERS; k++) {
 		sum += g->mine[k];
+		weft_sem_getvalue(&g->sem[k], &v);
+		batons += v;
+		weft_sem_destroy(&g->sem[k]);
+	}
+	if (batons != TOKENS)
+		fail(g, "batons left != batons", batons, TOKENS);
 	if (sum != g->counter)
 		fail(g, "counter != increments", g->counter, sum);
 	if (weft_mutex_destroy(&g->m) != 0)
@@ -387,13 +404,13 @@ static int setup(struct group *g, int kind, int idx, uint64_t seed)
 		g->seed = 1;
 	switch (kind) {
 	case K_RING:
+	case K_COUNT:   /* the batons */
 		for (int k = 0; k < RING; k++)
 			if (weft_sem_init(&g->sem[k], k < TOKENS) != 0)
 				return -1;
-		/* the initial tokens count as posts into the ring */
-		atomic_store(&g->posts, 0);
-		break;
-	case K_COUNT:
+		if (kind == K_RING)
+			break;
+		/* fall through - K_COUNT also has the mutex */
 	case K_COND:
 		if (weft_mutex_init(&g->m) || weft_cond_init(&g->c))
 			return -1;
