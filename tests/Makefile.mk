@@ -54,6 +54,14 @@ tests_stress_wake_LDADD = $(TEST_LDADD)
 
 EXTRA_DIST += tests/README
 
+# The soak (tests/soak.sh, not in TESTS): built by make check, run by hand
+# or by CI's soak stage.
+check_PROGRAMS += tests/soak_wake
+tests_soak_wake_SOURCES = tests/soak_wake.c
+tests_soak_wake_CFLAGS = $(AM_CFLAGS)
+tests_soak_wake_LDADD = libweft.la -lpthread
+dist_noinst_SCRIPTS += tests/soak.sh
+
 include tests/sync.mk
 include tests/chan.mk
 include tests/io.mk
@@ -62,3 +70,4 @@ include tests/io.mk
 TESTS += tests/check_wake_bench.sh
 dist_check_SCRIPTS += tests/check_wake_bench.sh
 TESTS += tests/check_man.sh
+include tests/models/Makefile.mk

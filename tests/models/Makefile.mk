@@ -1,0 +1,14 @@
+# Promela models of the lock-free protocols, checked with spin by
+# tests/check_models.sh (skips, loudly, without spin). See tests/README.
+TESTS += tests/check_models.sh
+dist_check_SCRIPTS += tests/check_models.sh
+EXTRA_DIST += \
+	tests/models/park.inc \
+	tests/models/idle_park.pml \
+	tests/models/idle_claim.pml \
+	tests/models/mailbox.pml \
+	tests/models/park_token.pml \
+	tests/models/wake_q.pml \
+	tests/models/mutex.pml
+# (the only CLEANFILES so far: use += if another fragment sets it first)
+CLEANFILES = tests/check_models.stamp
