@@ -214,13 +214,24 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 
 enum { MAIL_NONE, MAIL_WATCHING, MAIL_TAKEN };
 
-/* Take v's mailbox; w keeps the unpinned threads. Returns how many. */
+/* Take v's mailbox; w keeps the unpinned threads. Returns how many.
+ * With NO_MAILBOX, remote wakes are inserted into v's private list under
+ * its lock instead, and the rescue takes the unpinned threads from there
+ * under the same lock (runq.c wft_runq_take_private_locked). */
 static unsigned mail_rescue(struct wft_worker *w, struct wft_worker *v)
 {
 	struct weft_thread *t, *next, *last, *pf = NULL, *pl = NULL, *uf = NULL, *ul = NULL;
 	uint32_t n, np = 0, nu = 0;
 	bool stealable;
 
+	if (!wft_feat(MAILBOX)) {
+		nu = wft_runq_take_private_locked(v, &uf, &ul);
+		if (uf) {
+			wft_runq_push_chain_owner(w, uf, ul, nu);
+			wft_stat_add(w, steals, nu);
+		}
+		return nu;
+	}
 	t = wft_mailbox_take_all(&v->mailbox, &last, &n, &stealable);
 	for (; t; t = next) {
 		next = t == last ? NULL : t->link;
@@ -259,7 +270,9 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 
 	if (w->mw_victim && w->mw_victim != v)
 		return MAIL_NONE;
-	if (wft_mailbox_empty(&v->mailbox)) {
+	/* relaxed npriv: a hint; the rescue itself reads under v's lock */
+	if (wft_feat(MAILBOX) ? wft_mailbox_empty(&v->mailbox)
+			      : atomic_load_explicit(&v->rq.npriv, memory_order_relaxed) == 0) {
 		w->mw_victim = NULL;
 		return MAIL_NONE;
 	}
@@ -753,7 +766,10 @@ void wft_idle_kick(struct wft_worker *w)
  * targets (the pinned wakees of a wake-queue flush over many workers).
  * The waker pushes every group into its target's mailbox, as always; of
  * the targets it must kick (mailbox was empty, target SLEEPING) it kicks
- * one, the head, and leaves the others in rt.kick_pending (a bit each).
+ * two at most (the head, at the end, and the first other one at once:
+ * worker.c KICK_BURST_DIRECT) and leaves the others in rt.kick_pending
+ * (a bit each). A directly kicked target needs no argument: it is the
+ * ordinary push-then-kick of "Park".
  * Every worker that leaves the park path (the cancel label above, after
  * its seq_cst store of AWAKE) takes up to KICK_CHAIN_FANOUT pending bits
  * and kicks those workers: a tree of wakes, log2(targets) deep, each

@@ -92,6 +92,50 @@ void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first
 	atomic_flag_clear_explicit(&w->rqlock, memory_order_release);
 }
 
+/* Take the unpinned threads of w's private list, for another worker
+ * (NO_MAILBOX only: the list is then under w->rqlock, I4, so a rescuer may
+ * unlink from it; with MAILBOX the owner touches it without a lock and no
+ * one else may). Pinned threads stay, in order (I3). Returns how many,
+ * the chain in *first..*last. Used by idle.c's stranded-mail rescue: the
+ * locked insert of a remote wake is this mode's mailbox. */
+uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct weft_thread **first,
+				      struct weft_thread **last)
+{
+	struct wft_runq *q = &w->rq;
+	struct weft_thread *t, *next, *kf = NULL, *kl = NULL, *uf = NULL, *ul = NULL;
+	uint32_t nu = 0;
+
+	WFT_ASSERT(!wft_feat(MAILBOX));
+	wft_rq_lock(w);
+	for (t = q->phead; t; t = next) {
+		next = t->link;
+		t->link = NULL;
+		if (t->pin >= 0) {
+			if (kl)
+				kl->link = t;
+			else
+				kf = t;
+			kl = t;
+		} else {
+			if (ul)
+				ul->link = t;
+			else
+				uf = t;
+			ul = t;
+			nu++;
+		}
+	}
+	q->phead = kf;
+	q->ptail = kl;
+	q->pcount -= nu;
+	/* relaxed: a hint for thieves deciding whether to set split_req */
+	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
+	wft_rq_unlock(w);
+	*first = uf;
+	*last = ul;
+	return nu;
+}
+
 /* Take one thread from the public ring. Owner or thief. */
 struct weft_thread *wft_runq_ring_pop(struct wft_runq *q)
 {

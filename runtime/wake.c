@@ -205,6 +205,7 @@ void wft_wake_burst_end(struct wft_wake_burst *burst)
 	    burst->head_stealable && wft_feat(STEAL))
 		wft_idle_strand_check(self);   /* as worker.c mail_on_awake */
 	burst->head = NULL;
+	burst->ndirect = 0;
 }
 
 bool wft_wake_claim(struct weft_thread *t, int reason)

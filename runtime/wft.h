@@ -389,6 +389,8 @@ uint32_t wft_runq_publish_owner(struct wft_worker *w);
 struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *victim);
 /* True if a thief could find work in victim (public or private non-empty). */
 bool wft_runq_has_work(struct wft_worker *victim);
+uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct weft_thread **first,
+				      struct weft_thread **last);
 
 /* ---------------------------------------------------------------------- */
 /* Mailbox (runtime/mailbox.c): intrusive MPSC lock-free LIFO stack, drained
@@ -745,6 +747,7 @@ struct wft_wake_burst {
 	struct wft_worker *head;          /* the target the batch kicks itself;
 	                                   * the others go to the kick chain */
 	bool head_stealable;              /* the head's chain has unpinned threads */
+	unsigned ndirect;                 /* targets kicked at once besides the head */
 };
 struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self,
 				  struct wft_wake_burst *burst);

@@ -778,6 +778,32 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 	maybe_wake_idle(w, t->pin < 0, 1);
 }
 
+/* Sleeping targets of one batch that the waker kicks itself, the head
+ * included; the others are left to the kick chain (idle.c). Two: a batch
+ * over two workers (the common small machine) wakes both at once, as
+ * before the chain; sixteen targets still cost the waker two syscalls,
+ * not sixteen. */
+#define KICK_BURST_DIRECT 2
+
+/* NO_MAILBOX: the pre-2011 kernel, lock the target's queue and insert.
+ * The caller kicks (or defers the kick of) the target afterwards. */
+static void push_locked(struct wft_worker *target, struct weft_thread *first,
+			struct weft_thread *last, unsigned n)
+{
+	wft_stat_add_any(wft_worker_self(), wakes_locked, n);
+	wft_runq_push_locked_remote(target, first, last, n);
+	/* Surplus (runtime/idle.c): the target cannot notice work inserted
+	 * behind its back as it does when it drains a mailbox, so if workers
+	 * sleep, ask it to publish at its next pick (which wakes one of them
+	 * when there is surplus). relaxed: a hint, like a thief's request. */
+	if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
+		atomic_store_explicit(&target->rq.split_req, 1, memory_order_relaxed);
+	/* seq_cst fence: StoreLoad between the insert and reading target->sleep
+	 * in the kick (the lock's release does not order a later load); an
+	 * idle worker's park re-check reads npriv after its own fence */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* Mail for an awake worker may sit there while it runs one thread for a
  * long time; an idle worker rescues it (idle.c "Stranded mail"), but only
  * a worker that ticks looks. If every other worker sleeps deep (they
@@ -793,17 +819,19 @@ static inline void mail_on_awake(struct weft_thread *first)
 void wft_worker_push_remote_burst(struct wft_worker *target, struct weft_thread *first,
 				  struct weft_thread *last, unsigned n, struct wft_wake_burst *burst)
 {
-	if (!wft_feat(MAILBOX)) {
-		wft_worker_push_remote(target, first, last, n);
-		return;
+	/* Kick only when the mailbox was empty (mailbox.c; with NO_MAILBOX
+	 * always). The batch's first such target is its head, the others go
+	 * to the kick chain if they sleep (seq_cst load: the Park pattern's
+	 * load half, as in the kick; AWAKE there means the target's re-check
+	 * will see this mail). The chain does not depend on the mailbox: the
+	 * NO_MAILBOX A/B changes how the threads get in, not who is kicked. */
+	if (wft_feat(MAILBOX)) {
+		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
+		if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
+			return;
+	} else {
+		push_locked(target, first, last, n);
 	}
-	wft_stat_add_any(wft_worker_self(), wakes_remote, n);
-	/* Kick only when the mailbox was empty (mailbox.c); the batch's first
-	 * such target is its head, the others go to the kick chain if they
-	 * sleep (seq_cst load: the Park pattern's load half, as in the kick;
-	 * AWAKE there means the target's re-check will see this mail) */
-	if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
-		return;
 	if (!burst->head) {
 		burst->head = target;
 		burst->head_stealable = first->pin < 0;
@@ -811,7 +839,15 @@ void wft_worker_push_remote_burst(struct wft_worker *target, struct weft_thread 
 	}
 	switch (atomic_load_explicit(&target->sleep, memory_order_seq_cst)) {
 	case WFT_W_SLEEPING:
-		wft_idle_kick_defer(target);
+		/* the first KICK_BURST_DIRECT - 1 besides the head are kicked
+		 * at once: a chain step costs a wake latency, which a few
+		 * targets would wait for longer than the waker's syscalls */
+		if (burst->ndirect < KICK_BURST_DIRECT - 1) {
+			burst->ndirect++;
+			wft_idle_kick(target);
+		} else {
+			wft_idle_kick_defer(target);
+		}
 		break;
 	case WFT_W_AWAKE:
 		mail_on_awake(first);
@@ -822,29 +858,16 @@ void wft_worker_push_remote_burst(struct wft_worker *target, struct weft_thread 
 void wft_worker_push_remote(struct wft_worker *target, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n)
 {
-	struct wft_worker *self = wft_worker_self();
-
 	if (wft_feat(MAILBOX)) {
-		wft_stat_add_any(self, wakes_remote, n);
+		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
 		/* Kick only when the mailbox was empty (see mailbox.c). */
-		if (wft_mailbox_push_chain(&target->mailbox, first, last, n) &&
-		    wft_idle_kick_r(target) == WFT_KICK_AWAKE)
-			mail_on_awake(first);
-		return;
+		if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
+			return;
+	} else {
+		push_locked(target, first, last, n);
 	}
-	/* NO_MAILBOX: the pre-2011 kernel, lock the target's queue. */
-	wft_stat_add_any(self, wakes_locked, n);
-	wft_runq_push_locked_remote(target, first, last, n);
-	/* Surplus (runtime/idle.c): the target cannot notice work inserted
-	 * behind its back as it does when it drains a mailbox, so if workers
-	 * sleep, ask it to publish at its next pick (which wakes one of them
-	 * when there is surplus). relaxed: a hint, like a thief's request. */
-	if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
-		atomic_store_explicit(&target->rq.split_req, 1, memory_order_relaxed);
-	/* seq_cst fence: StoreLoad between the insert and reading target->sleep
-	 * (the lock's release does not order a later load) */
-	atomic_thread_fence(memory_order_seq_cst);
-	wft_idle_kick(target);
+	if (wft_idle_kick_r(target) == WFT_KICK_AWAKE)
+		mail_on_awake(first);
 }
 
 /* ---------------------------------------------------------------------- */

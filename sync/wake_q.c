@@ -262,7 +262,7 @@ static void flush_batched(struct wft_waiter *wt, struct wft_worker *self)
 	struct weft_thread *t;
 	struct wft_worker *target;
 	/* one parked worker per batch for its unpinned wakees (wake.c R4) */
-	struct wft_wake_burst burst = { NULL, NULL, false };
+	struct wft_wake_burst burst = { NULL, NULL, false, 0 };
 
 	for (; wt; wt = next) {
 		next = next_of(wt);   /* I2: read before the record is released */
