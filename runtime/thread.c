@@ -360,15 +360,6 @@ void wft_thread_free(struct weft_thread *t)
 	wft_tcb_release(w, t);
 }
 
-/* Wait until t's exit switch has finished (I3). */
-static void wait_off_cpu(struct weft_thread *t)
-{
-	/* acquire: pairs with the release store of on_cpu = 0 in
-	 * finish_switch (runtime/worker.c) */
-	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
-		wft_cpu_relax();
-}
-
 /* What a spawn without attributes gets (WEFT_ATTR_INITIALIZER with the
  * runtime's default stack size). */
 static inline void spawn_defaults(size_t *ss, int *guard, int *pin, int *detached)
@@ -624,7 +615,7 @@ int weft_exit(void *ret)
  * it. */
 static int reap_owned(struct weft_thread *t, void **ret)
 {
-	wait_off_cpu(t);
+	wft_wait_off_cpu(t);   /* I3: t's exit switch has finished */
 	if (ret)
 		*ret = t->ret;
 	wft_thread_free(t);

@@ -818,6 +818,9 @@ void wft_idle_run(struct wft_worker *w);      /* called by the scheduler loop wh
 void wft_idle_kick_force(struct wft_worker *w);  /* shutdown: wake w whatever its state */
 void wft_idle_spin_stop(struct wft_worker *w);   /* w found work: give up its spinning slot */
 void wft_worker_finish_switch(struct wft_worker *w);
+/* Wait until t's previous worker has finished switching it out (on_cpu
+ * 0, acquire): spins briefly, then yields the CPU (worker.c). Any context. */
+void wft_wait_off_cpu(struct weft_thread *t);
 void wft_worker_free_all_unsafe(void);
 void wft_tcb_cache_flush(struct wft_worker *w);
 /* Move the stacks still held by cached TCBs into the stack cache (whose

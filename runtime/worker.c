@@ -451,6 +451,48 @@ static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
 	return true;
 }
 
+/*
+ * Waiting for a woken thread's previous worker to finish switching it out
+ * (I2). The window is the tail of that worker's switch, a few
+ * nanoseconds, so a spin is right, as in the kernel's wakeup (which spins
+ * on the task's on_cpu with preemption off). Here the switcher is an OS
+ * thread the kernel may preempt inside the window, and oversubscribed it
+ * often is: the kick that woke us preempts whatever ran on its CPU, often
+ * that switcher. Spinning on then burns our time slice while the thread
+ * we wait for waits for a CPU, and every worker that dispatches a thread
+ * of the preempted one joins the convoy (measured: 64 workers on 2 CPUs,
+ * sembench -u, 92% of the scheduler's samples in this loop and a third of
+ * the runs 100 to 1,000 times slower). So spin ON_CPU_SPIN_NS, then give
+ * the CPU back between looks (sched_yield lets the preempted switcher
+ * run; no lock is held here, so no one waits on us meanwhile). The
+ * reaper of an exited thread waits for the same store (thread.c I3).
+ * Context: a worker, or an OS thread (join).
+ */
+#define ON_CPU_SPIN_NS 2000
+
+void wft_wait_off_cpu(struct weft_thread *t)
+{
+	weft_time_t end;
+	bool yielded = false;
+
+	/* acquire, all loads: as in switch_to (I2) */
+	if (!atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+		return;
+	end = wft_now() + ON_CPU_SPIN_NS;
+	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire)) {
+		if (wft_now() < end) {
+			for (int i = 0; i < 16; i++)
+				wft_cpu_relax();
+			continue;
+		}
+		if (!yielded) {
+			yielded = true;
+			wft_stat_inc_any(wft_worker_self(), oncpu_yields);
+		}
+		sched_yield();
+	}
+}
+
 /* Dispatch next (prepared) from the context from_ctx (a thread's or the
  * scheduler's). */
 static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w, struct weft_thread *cur,
@@ -460,8 +502,8 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 
 	/* I2. acquire: pairs with the release store in finish_switch, so
 	 * next->ctx is completely saved before we load it */
-	while (wft_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
-		wft_cpu_relax();
+	if (wft_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+		wft_wait_off_cpu(next);
 	/* only a runnable thread is dispatched (a waker's or the spawn's
 	 * RUNNABLE, or the yielder's own) and never the one switching away.
 	 * relaxed: the queue that handed us next ordered its state */

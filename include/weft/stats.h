@@ -49,7 +49,9 @@ typedef struct weft_stats {
 	uint64_t place_wide;      /* wakes of a 1:N waker (wake_wide) not pulled to the waker's worker */
 	uint64_t place_awake;     /* wakes moved off a parked last worker: to a spinning worker, or
 	                           * to the one worker a batch (wake-queue flush) kicks */
-	uint64_t reserved[5];
+	uint64_t oncpu_yields;    /* dispatches that gave the CPU back while the thread's previous
+	                           * worker, preempted by the kernel, finished switching it out */
+	uint64_t reserved[4];
 } weft_stats_t;
 /* 42 counters' room: a new counter takes a reserved field (ABI). */
 _Static_assert(sizeof(weft_stats_t) == 42 * sizeof(uint64_t), "weft_stats_t size is ABI");
