@@ -3,6 +3,7 @@ libweft_la_SOURCES += \
 	runtime/context.c \
 	runtime/drain.c \
 	runtime/features.c \
+	runtime/futex.c \
 	runtime/idle.c \
 	runtime/init.c \
 	runtime/key.c \
@@ -14,6 +15,7 @@ libweft_la_SOURCES += \
 	runtime/timer.c \
 	runtime/topology.c \
 	runtime/uring.c \
+	runtime/waiter.c \
 	runtime/wake.c \
 	runtime/worker.c
 

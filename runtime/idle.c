@@ -66,10 +66,7 @@
 #include "runtime/wft.h"
 #include "runtime/topology.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 /* Spin budget before parking: a futex sleep + wake round trip costs
  * ~5-10 us here; spinning up to 20 us catches the wakeups of a ping-pong
@@ -767,7 +764,7 @@ void wft_idle_kick(struct wft_worker *w)
  * The waker pushes every group into its target's mailbox, as always; of
  * the targets it must kick (mailbox was empty, target SLEEPING) it kicks
  * two at most (the head, at the end, and the first other one at once:
- * worker.c KICK_BURST_DIRECT) and leaves the others in rt.kick_pending
+ * wake.c KICK_BURST_DIRECT) and leaves the others in rt.kick_pending
  * (a bit each). A directly kicked target needs no argument: it is the
  * ordinary push-then-kick of "Park".
  * Every worker that leaves the park path (the cancel label above, after
@@ -945,24 +942,4 @@ void wft_idle_wake_one(struct wft_worker *self)
 void wft_idle_wake_deep(struct wft_worker *self)
 {
 	wake_pick(self, true);
-}
-
-/* ---------------------------------------------------------------------- */
-
-void wft_futex_wait(_Atomic uint32_t *addr, uint32_t val, weft_time_t deadline)
-{
-	struct timespec ts, *tp = NULL;
-
-	if (deadline != WEFT_TIME_INFINITE) {
-		ts.tv_sec = (time_t)(deadline / 1000000000ull);
-		ts.tv_nsec = (long)(deadline % 1000000000ull);
-		tp = &ts;
-	}
-	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout */
-	syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tp, NULL, FUTEX_BITSET_MATCH_ANY);
-}
-
-void wft_futex_wake(_Atomic uint32_t *addr, int n)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }

@@ -11,7 +11,7 @@
  *   URING    - the worker the thread runs on has a ring that supports the
  *              opcode: queue one SQE (plus a linked timeout if the thread
  *              has an I/O timeout) whose user_data is a wft_waiter on this
- *              stack frame, and wait on the waiter (sync/parking.c). The
+ *              stack frame, and wait on the waiter (runtime/waiter.c). The
  *              worker submits and reaps (runtime/uring.c, Batching).
  *   FALLBACK - no ring (NO_URING, io_uring unavailable, opcode missing):
  *              see Fallback below.

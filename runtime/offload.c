@@ -26,7 +26,7 @@
  *      flags. A job or pollreq is touched by the helper/poller only while it
  *      is queued/listed (under the lock) or, for a popped job, until its
  *      waiter is woken; after the wake only the thread pointer read before
- *      it is used (sync/parking.c, Lifetime).
+ *      it is used (runtime/waiter.c, Lifetime).
  *   I2 A pollreq leaves pl.waiting exactly once, under pl.lock: by the
  *      poller (READY) or by its timed-out owner - whoever holds the lock
  *      first; the owner then sees WOKEN or not under the same lock.

@@ -516,7 +516,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 		if (target == w)
 			wft_worker_push_spawn(w, t);
 		else
-			wft_worker_push_remote(target, t, t, 1);
+			wft_wake_push(target, t, t, 1);
 	}
 	return 0;
 }
@@ -933,10 +933,9 @@ int weft_unpark(weft_thread_t t)
 {
 	if (!t)
 		return EINVAL;
-	/* seq_cst: StoreLoad with the state CAS in wft_wake (Park protocol) */
-	if (atomic_exchange_explicit(&t->token, 1, memory_order_seq_cst))
-		return 0;   /* already pending: the earlier unparker is responsible */
-	wft_wake(t, WFT_WAKE_NORMAL);
+	/* false: already pending, the earlier unparker is responsible */
+	if (wft_unpark_token(t))
+		wft_wake(t, WFT_WAKE_NORMAL);
 	return 0;
 }
 

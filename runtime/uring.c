@@ -137,7 +137,7 @@
  * skips the other); kick after teardown (sees closing); two kickers (both
  * counted).
  *
- * Completion of a waiter (the reaper's side of sync/parking.c's Wait
+ * Completion of a waiter (the reaper's side of runtime/waiter.c's Wait
  * protocol): copy res into wt->result, then wft_waiter_wake(wt), which
  * stores WOKEN (release: publishes result) and unparks wt->thread (read
  * before the store: the waiter may vanish right after it). The thread is

@@ -3,7 +3,10 @@
  * placement, weft's select_task_rq.
  *
  * What it owns: the PARKED -> RUNNABLE transition, the choice of where a
- * woken thread runs, and each thread's record as a waker (wakee flips).
+ * woken thread runs (and of a mutex hand-off's wakee), each thread's
+ * record as a waker (wakee flips), the push into another worker's mailbox
+ * and the decision whom to kick (the kick and the kick chain themselves
+ * are runtime/idle.c's, next to the park they pair with).
  * docs/wake-path.md has the argument and the measurements; the rules are
  * stated here next to their code.
  *
@@ -197,13 +200,111 @@ struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self
 	return last;                                            /* R5 */
 }
 
+/* ---------------------------------------------------------------------- */
+/* Push and kick: a woken thread into another worker's mailbox (or, with
+ * NO_MAILBOX, its locked runqueue), and the kick decision. The kick itself
+ * and the kick chain are the idle protocol's (runtime/idle.c "Park",
+ * "Kick chain"); the owner's local push is worker.c's. */
+
+/* Sleeping targets of one batch that the waker kicks itself, the head
+ * included; the others are left to the kick chain (idle.c). Two: a batch
+ * over two workers (the common small machine) wakes both at once, as
+ * before the chain; sixteen targets still cost the waker two syscalls,
+ * not sixteen. */
+#define KICK_BURST_DIRECT 2
+
+/* NO_MAILBOX: the pre-2011 kernel, lock the target's queue and insert.
+ * The caller kicks (or defers the kick of) the target afterwards. */
+static void push_locked(struct wft_worker *target, struct weft_thread *first,
+			struct weft_thread *last, unsigned n)
+{
+	wft_stat_add_any(wft_worker_self(), wakes_locked, n);
+	wft_runq_push_locked_remote(target, first, last, n);
+	/* Surplus (runtime/idle.c): the target cannot notice work inserted
+	 * behind its back as it does when it drains a mailbox, so if workers
+	 * sleep, ask it to publish at its next pick (which wakes one of them
+	 * when there is surplus). relaxed: a hint, like a thief's request. */
+	if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
+		atomic_store_explicit(&target->rq.split_req, 1, memory_order_relaxed);
+	/* seq_cst fence: StoreLoad between the insert and reading target->sleep
+	 * in the kick (the lock's release does not order a later load); an
+	 * idle worker's park re-check reads npriv after its own fence */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Mail for an awake worker may sit there while it runs one thread for a
+ * long time; an idle worker rescues it (idle.c "Stranded mail"), but only
+ * a worker that ticks looks. If every other worker sleeps deep (they
+ * parked while all were idle, and this worker woke later), get one going:
+ * the strand check of the next slot, for the mailbox. Only for threads
+ * that can move. */
+static inline void mail_on_awake(struct weft_thread *first)
+{
+	if (first->pin < 0 && wft_feat(STEAL))
+		wft_idle_strand_check(wft_worker_self());
+}
+
+void wft_wake_push_burst(struct wft_worker *target, struct weft_thread *first,
+				  struct weft_thread *last, unsigned n, struct wft_wake_burst *burst)
+{
+	/* Kick only when the mailbox was empty (mailbox.c; with NO_MAILBOX
+	 * always). The batch's first such target is its head, the others go
+	 * to the kick chain if they sleep (seq_cst load: the Park pattern's
+	 * load half, as in the kick; AWAKE there means the target's re-check
+	 * will see this mail). The chain does not depend on the mailbox: the
+	 * NO_MAILBOX A/B changes how the threads get in, not who is kicked. */
+	if (wft_feat(MAILBOX)) {
+		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
+		if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
+			return;
+	} else {
+		push_locked(target, first, last, n);
+	}
+	if (!burst->head) {
+		burst->head = target;
+		burst->head_stealable = first->pin < 0;
+		return;
+	}
+	switch (atomic_load_explicit(&target->sleep, memory_order_seq_cst)) {
+	case WFT_W_SLEEPING:
+		/* the first KICK_BURST_DIRECT - 1 besides the head are kicked
+		 * at once: a chain step costs a wake latency, which a few
+		 * targets would wait for longer than the waker's syscalls */
+		if (burst->ndirect < KICK_BURST_DIRECT - 1) {
+			burst->ndirect++;
+			wft_idle_kick(target);
+		} else {
+			wft_idle_kick_defer(target);
+		}
+		break;
+	case WFT_W_AWAKE:
+		mail_on_awake(first);
+		break;
+	}
+}
+
+void wft_wake_push(struct wft_worker *target, struct weft_thread *first,
+			    struct weft_thread *last, unsigned n)
+{
+	if (wft_feat(MAILBOX)) {
+		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
+		/* Kick only when the mailbox was empty (see mailbox.c). */
+		if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
+			return;
+	} else {
+		push_locked(target, first, last, n);
+	}
+	if (wft_idle_kick_r(target) == WFT_KICK_AWAKE)
+		mail_on_awake(first);
+}
+
 void wft_wake_burst_end(struct wft_wake_burst *burst)
 {
 	struct wft_worker *self = wft_worker_self();
 
 	if (burst->head && wft_idle_kick_burst(self, burst->head) == WFT_KICK_AWAKE &&
 	    burst->head_stealable && wft_feat(STEAL))
-		wft_idle_strand_check(self);   /* as worker.c mail_on_awake */
+		wft_idle_strand_check(self);   /* as mail_on_awake above */
 	burst->head = NULL;
 	burst->ndirect = 0;
 }
@@ -242,8 +343,38 @@ void wft_wake_deliver(struct weft_thread *t, int flags)
 		wft_stat_inc(self, wakes_local);
 		wft_worker_push_local(self, t, true);
 	} else {
-		wft_worker_push_remote(target, t, t, 1);
+		wft_wake_push(target, t, t, 1);
 	}
+}
+
+/*
+ * Hand-off (runtime/waiter.c wft_waiter_wake_yield): a mutex unlocker that
+ * gave the lock to a parked waiter runs it next on its own worker and
+ * yields to it. Not from an OS thread; not with SYNC_WAKE off; not without
+ * the next slot (plain FIFO: the wakee would queue at the tail, and the
+ * push would kick an idle worker to steal it, found by review); not on a
+ * draining worker (DRAIN sends threads away from it). A wakee pinned
+ * elsewhere goes to its own worker (R0).
+ */
+bool wft_wake_handoff_ok(void)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	return w && w->current && wft_feat(SYNC_WAKE) && wft_feat(NEXT_SLOT) &&
+	       !wft_worker_draining(w);
+}
+
+bool wft_wake_handoff(struct weft_thread *t)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	if (t->pin >= 0 && t->pin != w->id) {
+		wft_wake_deliver(t, 0);
+		return false;
+	}
+	wft_stat_inc(w, wakes_local);
+	wft_worker_push_local(w, t, true);
+	return true;
 }
 
 int wft_wake(struct weft_thread *t, int reason)

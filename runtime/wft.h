@@ -276,7 +276,7 @@ int wft_wake(struct weft_thread *t, int reason);
  * PARKED -> RUNNABLE CAS and store the reason (returns false if another
  * waker won or t was not parked), then deliver t to its target worker.
  * A caller that claims many threads may instead link them through t->link
- * and hand each target one chain with wft_worker_push_remote(). */
+ * and hand each target one chain with wft_wake_push(). */
 bool wft_wake_claim(struct weft_thread *t, int reason);
 void wft_wake_deliver(struct weft_thread *t, int flags);
 
@@ -731,11 +731,11 @@ static inline uint64_t wft_worker_switches(struct wft_worker *v)
 	return atomic_load_explicit((_Atomic uint64_t *)&v->stats.switches, memory_order_relaxed);
 }
 /* Deliver a chain of threads (all targeting w) from another thread. */
-void wft_worker_push_remote(struct wft_worker *w, struct weft_thread *first,
+void wft_wake_push(struct wft_worker *w, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n);
 /* The same inside a batch: the kick is left to wft_wake_burst_end (one
  * wake syscall per batch, idle.c "Kick chain"). */
-void wft_worker_push_remote_burst(struct wft_worker *w, struct weft_thread *first,
+void wft_wake_push_burst(struct wft_worker *w, struct weft_thread *first,
 				  struct weft_thread *last, unsigned n, struct wft_wake_burst *burst);
 void wft_wake_burst_end(struct wft_wake_burst *burst);
 /* Wake placement (runtime/wake.c): choose the worker a woken thread runs
@@ -841,7 +841,7 @@ void wft_uring_wait(struct wft_worker *w, weft_time_t deadline); /* idle sleep; 
 void wft_uring_kick(struct wft_worker *w);                     /* any */
 
 /* ---------------------------------------------------------------------- */
-/* Waiters (sync/parking.c): what every blocking primitive parks. A waiter
+/* Waiters (runtime/waiter.c): what every blocking primitive parks. A waiter
  * is a weft thread (woken through the wake path) or a plain OS thread
  * (woken with a futex on its own word). */
 
@@ -872,7 +872,7 @@ void wft_waiter_wake_sync(struct wft_waiter *wt);
 /* Batched wake, step 1: mark wt WOKEN (release) and, for a weft thread,
  * give its unpark token and win its PARKED -> RUNNABLE transition without
  * enqueueing it. Returns the thread the caller must now deliver (with
- * wft_wake_deliver, or in a chain through wft_worker_push_remote /
+ * wft_wake_deliver, or in a chain through wft_wake_push /
  * wft_worker_push_local), or NULL when there is nothing to deliver: an OS
  * thread (woken here by futex), or a thread that had not parked yet (it
  * sees WOKEN / its token by itself). Nothing of *wt is touched after the
@@ -885,6 +885,24 @@ struct weft_thread *wft_waiter_claim(struct wft_waiter *wt);
  * not a remote wake and kick; otherwise as wft_waiter_wake(). Context: any.
  * May park: no (a weft-thread caller may be switched out and resumed). */
 void wft_waiter_wake_yield(struct wft_waiter *wt);
+
+/* The unpark half of the Park protocol (runtime/thread.c "Park"), written
+ * once for weft_unpark and the waiters: give t its token. Returns true when
+ * the caller must now wake t (claim or wake it); false when a token was
+ * already pending, whose giver is responsible for the wake. seq_cst: the
+ * StoreLoad pair with the parker's state CAS / token exchange. Context:
+ * any. */
+static inline bool wft_unpark_token(struct weft_thread *t)
+{
+	return !atomic_exchange_explicit(&t->token, 1, memory_order_seq_cst);
+}
+/* The hand-off placement of wft_waiter_wake_yield (runtime/wake.c): may
+ * the calling context take a hand-off wakee into its own next slot? */
+bool wft_wake_handoff_ok(void);
+/* Place t, claimed by the caller, for a hand-off: the caller's worker,
+ * next slot (returns true: the caller yields to it), or its pinned
+ * worker elsewhere (false). Context: a weft thread (handoff_ok true). */
+bool wft_wake_handoff(struct weft_thread *t);
 
 /* ---------------------------------------------------------------------- */
 /* Misc (runtime/init.c, thread.c). */

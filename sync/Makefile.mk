@@ -1,6 +1,3 @@
-# sync/: waiters and synchronisation primitives.
-libweft_la_SOURCES += \
-	sync/parking.c
-
+# sync/: synchronisation primitives (their waiters are runtime/waiter.c).
 include sync/prims.mk
 include sync/chan.mk

@@ -8,7 +8,7 @@
  * that protects all of them (struct wft_slock of sync/waitq.h, the lock of
  * every sync object: a bounded spin, then a futex sleep). And select: one waiter queued on several
  * channels at once, completed by exactly one of them. Parking itself (weft
- * thread or OS thread, deadlines) is sync/parking.c's struct wft_waiter.
+ * thread or OS thread, deadlines) is runtime/waiter.c's struct wft_waiter.
  * Public contract: include/weft/chan.h. Design: docs/design.md "Wake path";
  * docs/seeds.md "pipe-bench", "pipeline" and seed 003 (wake-one).
  *
@@ -129,7 +129,7 @@
  * node, because the two critical sections are ordered by ch->lock. A select
  * holds all its locks across the poll of every case and the enqueue of every
  * case (I5), so it is atomic with respect to each of its channels. The wake
- * itself (WOKEN store vs. the waiter going to sleep) is parking.c's protocol.
+ * itself (WOKEN store vs. the waiter going to sleep) is waiter.c's protocol.
  *
  * Interleavings considered: two peers on two channels claiming one select
  * (CAS); a peer and the timeout (above); a peer popping a stale node while

@@ -99,7 +99,7 @@
  *   starving -> store owner = its id (I7); else the head is starving
  *   (HANDOFF, or I5) -> unlink the head, store owner = its id, drop qlock,
  *   wake it (HANDED) onto our own worker and yield to it if we are a weft
- *   thread (sync/parking.c wft_waiter_wake_yield: the lock is idle until
+ *   thread (runtime/waiter.c wft_waiter_wake_yield: the lock is idle until
  *   the new owner runs, so it must not wait for a remote wake and kick). Normal mode -> if no woken waiter is in flight and
  *   nobody spins (I3, I6), unlink one (pick RUN_NOW: the head, or one that
  *   can run at once on an idle worker) and make it m->woken; store owner 0

@@ -7,7 +7,7 @@
  *    (wakes are collected in a wake queue and issued after the unlock, the
  *    kernel's wake_q rule; see sync/wake_q.c).
  *  - struct wft_swaiter: a primitive's wait record, on the waiter's stack,
- *    wrapping the generic struct wft_waiter of sync/parking.c.
+ *    wrapping the generic struct wft_waiter of runtime/waiter.c.
  *  - struct wft_waitq: a FIFO of wait records, NULL-terminated so that an
  *    all-zero object is a valid empty queue (the public static initialisers
  *    are all zeros).

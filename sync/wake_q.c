@@ -41,7 +41,7 @@
  *   parked worker for its unpinned wakees (rule R4 of runtime/wake.c). Threads for the flusher's own worker are
  *   pushed locally (no atomics); the others are linked through t->link into
  *   one chain per target worker, and each chain is spliced into that
- *   worker's mailbox with wft_worker_push_remote(): one CAS and at most one
+ *   worker's mailbox with wft_wake_push(): one CAS and at most one
  *   kick per target, however many threads the chain holds. OS-thread
  *   waiters (thread NULL) are woken by futex inside the claim. With
  *   BATCH_WAKE off (or a one-record queue) each record goes through
@@ -76,7 +76,7 @@
  *   the slock of an object its waker may already have destroyed; the
  *   diagram is the same with "CAS claim" in place of "slock; queued ?".
  *   The WOKEN wait cannot miss the wake: it is the park protocol of
- *   sync/parking.c (the unpark token).
+ *   runtime/waiter.c (the unpark token).
  *
  *   Interleavings considered: a flush racing the wakee's timeout (above);
  *   a flush racing a wakee that has not parked yet (the claim loses the
@@ -248,7 +248,7 @@ static void stat_inc_flush(struct wft_worker *self, unsigned batches)
 
 static void deliver(struct group *g, struct wft_wake_burst *burst)
 {
-	wft_worker_push_remote_burst(g->w, g->first, g->last, g->n, burst);
+	wft_wake_push_burst(g->w, g->first, g->last, g->n, burst);
 	g->w = NULL;
 	g->first = g->last = NULL;
 	g->n = 0;

@@ -266,7 +266,7 @@ static void *ho_waiter(void *p)
  *  - first_ns = 3 ms: W has waited > 1 ms, so the unlock hands the lock to
  *    W without W having run since (I5): W owns it before A's trylock, which
  *    fails (W has not run yet: NO_SYNC_WAKE) or succeeds after W's turn
- *    (the hand-off wake yields to W, sync/parking.c); never before W;
+ *    (the hand-off wake yields to W, runtime/waiter.c); never before W;
  *  - first_ns = 0.2 ms: normal mode, W is woken but has not run, A barges
  *    (trylock succeeds, W has not had the lock); A sleeps 3 ms holding it,
  *    W runs, loses after > 1 ms (HANDOFF), and A's next unlock hands the
@@ -335,7 +335,7 @@ START_TEST(test_handoff)
 END_TEST
 
 /* A hand-off to a waiter whose worker sleeps runs it on the unlocker's
- * worker (sync/parking.c wft_waiter_wake_yield): W, unpinned, is spawned on
+ * worker (runtime/waiter.c wft_waiter_wake_yield): W, unpinned, is spawned on
  * worker 1 and parks there on the lock that A, pinned on worker 0, holds in
  * a busy loop (so worker 0 steals nothing); worker 1 goes idle. After 3 ms
  * W is owed the lock, and A's unlock hands it over. Before the fix W was

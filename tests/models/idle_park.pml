@@ -10,7 +10,7 @@
  *                    wft_idle_kick (seq_cst load of sleep, CAS SLEEPING ->
  *                    KICKED, futex_wake), and "Park (the lost-wakeup
  *                    argument)" in its header comment;
- *   runtime/worker.c wft_worker_push_remote (MAILBOX on: push, then kick
+ *   runtime/worker.c wft_wake_push (MAILBOX on: push, then kick
  *                    only when the mailbox was empty);
  *   runtime/mailbox.c wft_mailbox_push_chain (seq_cst CAS; returns
  *                    old == NULL). The mailbox is a counter here; its list

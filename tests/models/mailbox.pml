@@ -8,7 +8,7 @@
  *                     old -> first, return old == NULL) and
  *                     wft_mailbox_take_all (exchange head with NULL, then
  *                     reverse the order of the chains, not of the threads);
- *   runtime/worker.c  wft_worker_push_remote (kick iff the push returned
+ *   runtime/worker.c  wft_wake_push (kick iff the push returned
  *                     "was empty");
  *   runtime/idle.c    the worker's park (announce, re-check, futex_wait),
  *                     here in its sequentially consistent form (the fence

@@ -13,7 +13,7 @@
  *                 with pick and the I3/I6 "wake nobody" rules),
  *                 wft_mutex_unlock_id (fast CAS id -> 0), dequeue_locked,
  *                 unwoken_locked; "The lost-wakeup argument" in its header.
- *   sync/parking.c wft_waiter_wait / waiter_wake, abstracted to "block
+ *   runtime/waiter.c wft_waiter_wait / waiter_wake, abstracted to "block
  *                 until WOKEN, or (timed) give up while still WAITING":
  *                 that the park underneath cannot lose the WOKEN store is
  *                 park_token.pml's subject.

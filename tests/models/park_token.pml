@@ -5,7 +5,7 @@
  * and a stray weft_unpark.
  *
  * Follows (branch `models`; update with the code):
- *   sync/parking.c  wft_waiter_wait, waiter_wake, wft_waiter_claim
+ *   runtime/waiter.c  wft_waiter_wait, waiter_wake, wft_waiter_claim
  *   runtime/thread.c wft_thread_park, weft_unpark, park_timeout
  *                   ("Park protocol (the token)")
  *   runtime/wake.c  wft_wake_claim (the PARKED -> RUNNABLE CAS)
@@ -18,7 +18,7 @@
  *     stuck switched out is an invalid end state;
  *   - with an infinite deadline (UNTIMED), the waiter returns 0 and WOKEN;
  *   - the thread is queued at most once per park (assert in deliver);
- *   - a 0 return means WOKEN was stored (parking.c contract).
+ *   - a 0 return means WOKEN was stored (waiter.c contract).
  *
  * Mutants (each must fail):
  *   MUTANT_NO_PARK_RECHECK  wft_thread_park without the token xchg after

@@ -14,7 +14,7 @@
  *                  unlink or leaving--; lost: wait for WOKEN, I3),
  *                  post_common / post_slow (grant under qlock, leaving++
  *                  for a cancelled record, the rest becomes value);
- *   sync/parking.c and runtime/thread.c through park.inc (the waiter's
+ *   runtime/waiter.c and runtime/thread.c through park.inc (the waiter's
  *                  real park, token and timer, because the claim's
  *                  PARKED CAS may lose to a thread not parked yet).
  * Placement (wft_wake_target, the groups per worker) is not modelled: a

@@ -1,5 +1,5 @@
 /*
- * sync/parking.c - waiters: what every blocking primitive parks.
+ * runtime/waiter.c - waiters: what every blocking primitive parks.
  *
  * What it owns: struct wft_waiter (runtime/wft.h), the one abstraction that
  * lets every primitive work from weft threads and from plain OS threads.
@@ -76,10 +76,8 @@ static void waiter_wake(struct wft_waiter *wt, int flags)
 		wft_futex_wake(&wt->state, 1);
 		return;
 	}
-	/* seq_cst: the unpark half of the Park protocol (runtime/thread.c) */
-	if (atomic_exchange_explicit(&t->token, 1, memory_order_seq_cst))
-		return;
-	wft_wake(t, WFT_WAKE_NORMAL | flags);
+	if (wft_unpark_token(t))
+		wft_wake(t, WFT_WAKE_NORMAL | flags);
 }
 
 void wft_waiter_wake_sync(struct wft_waiter *wt)
@@ -97,8 +95,7 @@ struct weft_thread *wft_waiter_claim(struct wft_waiter *wt)
 		wft_futex_wake(&wt->state, 1);
 		return NULL;
 	}
-	/* seq_cst: the unpark half of the Park protocol (runtime/thread.c) */
-	if (atomic_exchange_explicit(&t->token, 1, memory_order_seq_cst))
+	if (!wft_unpark_token(t))
 		return NULL;
 	return wft_wake_claim(t, WFT_WAKE_NORMAL) ? t : NULL;
 }
@@ -117,30 +114,19 @@ void wft_waiter_wake(struct wft_waiter *wt)
  * examples/test-mutex V 128 fell to ~100k ops/s. Here the wakee runs next on
  * the caller's worker, at the price of one switch: a queue of N waiters then
  * cycles in N switches plus holds, well under the 1 ms that keeps hand-off
- * mode going, so the mode ends by itself.
+ * mode going, so the mode ends by itself. Where the wakee may go is wake
+ * placement's call (runtime/wake.c "Hand-off").
  */
 void wft_waiter_wake_yield(struct wft_waiter *wt)
 {
-	struct wft_worker *w = wft_worker_self();
 	struct weft_thread *t;
 
-	/* Normal wake: from an OS thread; with SYNC_WAKE off; without the
-	 * next slot (plain FIFO: the wakee would queue at the tail, and the
-	 * push would kick an idle worker to steal it, found by review); and
-	 * on a draining worker (DRAIN sends threads away from it) */
-	if (!w || !w->current || !wft_feat(SYNC_WAKE) || !wft_feat(NEXT_SLOT) ||
-	    wft_worker_draining(w)) {
+	if (!wft_wake_handoff_ok()) {
 		waiter_wake(wt, 0);
 		return;
 	}
 	t = wft_waiter_claim(wt);
-	if (!t)
-		return;          /* an OS thread, or not parked yet: nothing to place */
-	if (t->pin >= 0 && t->pin != w->id) {
-		wft_wake_deliver(t, 0);   /* pinned elsewhere: its own worker */
-		return;
-	}
-	wft_stat_inc(w, wakes_local);
-	wft_worker_push_local(w, t, true);
-	weft_yield();
+	/* NULL: an OS thread, or not parked yet: nothing to place */
+	if (t && wft_wake_handoff(t))
+		weft_yield();
 }
