@@ -464,11 +464,18 @@ static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
  * sembench -u, 92% of the scheduler's samples in this loop and a third of
  * the runs 100 to 1,000 times slower). So spin ON_CPU_SPIN_NS, then give
  * the CPU back between looks (sched_yield lets the preempted switcher
- * run; no lock is held here, so no one waits on us meanwhile). The
+ * run; no lock is held here, so no one waits on us meanwhile). 50 us:
+ * the task that preempted the switcher is often a kicked worker that
+ * parks again within microseconds, and a yield hands the CPU to anything
+ * runnable for a whole slice, CPU hogs included (with 2 us, a program
+ * sharing its 2 CPUs with three hogs ran faster on one worker than on
+ * two: tests/check_sched drain_keeps_needed_cpus kept a drain in 2 of 5
+ * runs, 0 of 4 with 50 us); a real preemption lasts milliseconds, so the
+ * spin costs little against it. The
  * reaper of an exited thread waits for the same store (thread.c I3).
  * Context: a worker, or an OS thread (join).
  */
-#define ON_CPU_SPIN_NS 2000
+#define ON_CPU_SPIN_NS 50000
 
 void wft_wait_off_cpu(struct weft_thread *t)
 {
