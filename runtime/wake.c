@@ -109,6 +109,24 @@ static void record_wakee(struct weft_thread *waker, struct weft_thread *wakee)
 	atomic_store_explicit(&waker->wakee_flips, f, memory_order_relaxed);
 }
 
+/* R2' spreads a wide waker's wakees only where spreading can use a CPU
+ * that would idle otherwise. With no more workers than CPUs a parked
+ * worker is an idle CPU (the kernel's case: wake_wide then finds an idle
+ * sibling). Oversubscribed, fewer workers running than CPUs says the
+ * same; with as many running as there are CPUs, kicking a parked worker
+ * only adds an OS context switch on a busy CPU, and the wakee is better
+ * run by the waker's worker (measured: examples/dispatcher -n 16 at 16
+ * workers on 2 CPUs ran at 0.70x with the unconditional rule, 169 kicks
+ * per 1,000 wakes against 54). relaxed nidle: a hint, one read-mostly
+ * line per wide wake. */
+static inline bool idle_cpu_likely(void)
+{
+	int n = wft_rt.nworkers;
+
+	return n <= wft_rt.ncpu ||
+	       n - atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) < wft_rt.ncpu;
+}
+
 /* R2': wake_wide. */
 static bool wake_wide(struct weft_thread *waker, struct weft_thread *wakee, struct wft_worker *self)
 {
@@ -174,7 +192,7 @@ struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self
 	if (last == self || wft_worker_awake(last))
 		return last;                                    /* R1 */
 	if (waker && wft_feat(WAKE_WIDE))
-		wide = wake_wide(waker, t, self);
+		wide = wake_wide(waker, t, self) && idle_cpu_likely();
 	if (wide)
 		wft_stat_inc(self, place_wide);                 /* R2' */
 	else if (self && wft_feat(WAKE_AFFINE) && !wft_worker_draining(self)) {

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "tests/harness.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -320,14 +321,14 @@ static void *dispatcher(void *arg)
 	return NULL;
 }
 
-static uint64_t wide_run(const char *features)
+static uint64_t wide_run_n(int workers, const char *features)
 {
 	weft_stats_t s0, s1;
 	weft_thread_t d;
 	weft_attr_t a;
 
 	atomic_store(&srv_stop, 0);
-	wt_init_features(2, features);
+	wt_init_features(workers, features);
 	for (int i = 0; i < NSERVERS; i++)
 		ck_assert_int_eq(weft_sem_init(&srv_sem[i], 0), 0);
 	ck_assert_int_eq(weft_sem_init(&reply_sem, 0), 0);
@@ -342,6 +343,11 @@ static uint64_t wide_run(const char *features)
 	return s1.place_wide - s0.place_wide;
 }
 
+static uint64_t wide_run(const char *features)
+{
+	return wide_run_n(2, features);
+}
+
 START_TEST(wide_waker_not_pulled)
 {
 	uint64_t on = 0, off = wide_run("NO_DRAIN,NO_WAKE_WIDE");
@@ -353,6 +359,28 @@ START_TEST(wide_waker_not_pulled)
 
 	ck_assert_msg(on > 0, "WAKE_WIDE: no wake of the dispatcher was counted wide");
 	ck_assert_msg(off == 0, "NO_WAKE_WIDE: %llu wakes counted wide", (unsigned long long)off);
+}
+END_TEST
+
+/* R2' spreads only where a CPU would idle: 4 workers on one CPU, with the
+ * dispatcher's worker running, have none, so no wake is counted wide (the
+ * unconditional rule counted them as on 2 workers: it kicked parked
+ * workers onto a busy CPU). */
+START_TEST(wide_not_spread_oversubscribed)
+{
+	cpu_set_t old, one;
+	uint64_t on;
+	int cpu = 0;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
+	while (!CPU_ISSET(cpu, &old))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	on = wide_run_n(4, "NO_DRAIN");
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
+	ck_assert_msg(on == 0, "4 workers on one CPU: %llu wakes counted wide", (unsigned long long)on);
 }
 END_TEST
 
@@ -517,6 +545,7 @@ int main(void)
 	tcase_add_test(tc, affine_pulls_to_waker);
 	tcase_add_test(tc, awake_last_keeps);
 	tcase_add_test(tc, wide_waker_not_pulled);
+	tcase_add_test(tc, wide_not_spread_oversubscribed);
 	tcase_add_test(tc, stranded_spawned_child);
 	tcase_add_test(tc, stranded_wakee_mailbox);
 	return wt_run_suite(s);
