@@ -47,6 +47,9 @@ idle_park.pml|invalid end state|-DMUTANT_NO_FENCE
 idle_park.pml|invalid end state|-DMUTANT_NO_RECHECK
 idle_claim.pml|ok|
 idle_claim.pml|assertion violated|-DMUTANT_NO_CLAIM_CHECK
+kick_chain.pml|ok|
+kick_chain.pml|invalid end state|-DMUTANT_NO_SETTER_STEP
+kick_chain.pml|invalid end state|-DMUTANT_STEP_BEFORE_AWAKE
 mailbox.pml|ok|
 mailbox.pml|invalid end state|-DMUTANT_SPLIT_TAKE
 mailbox.pml|invalid end state|-DMUTANT_STALE_EMPTY

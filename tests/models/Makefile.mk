@@ -6,6 +6,7 @@ EXTRA_DIST += \
 	tests/models/park.inc \
 	tests/models/idle_park.pml \
 	tests/models/idle_claim.pml \
+	tests/models/kick_chain.pml \
 	tests/models/mailbox.pml \
 	tests/models/park_token.pml \
 	tests/models/wake_q.pml \

@@ -1,8 +1,8 @@
 /*
  * tests/models/idle_park.pml - the park/kick protocol of an idle worker.
  *
- * Follows (branch `models`; the lead is changing the kick policy and the
- * placement: update this model with runtime/idle.c):
+ * Follows (update it with runtime/idle.c; the burst's kick chain is
+ * kick_chain.pml):
  *   runtime/idle.c   wft_idle_run from the label `park:` to `cancel:`
  *                    (announce: atomic_exchange sleep = SLEEPING seq_cst
  *                    and the seq_cst fence; re-check the mailbox head;
@@ -10,7 +10,7 @@
  *                    wft_idle_kick (seq_cst load of sleep, CAS SLEEPING ->
  *                    KICKED, futex_wake), and "Park (the lost-wakeup
  *                    argument)" in its header comment;
- *   runtime/worker.c wft_wake_push (MAILBOX on: push, then kick
+ *   runtime/wake.c   wft_wake_push (MAILBOX on: push, then kick
  *                    only when the mailbox was empty);
  *   runtime/mailbox.c wft_mailbox_push_chain (seq_cst CAS; returns
  *                    old == NULL). The mailbox is a counter here; its list
