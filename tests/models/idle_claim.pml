@@ -2,8 +2,7 @@
  * tests/models/idle_claim.pml - wake_one's claim of an idle worker racing
  * that worker's park: "a claimed worker must not sleep through its claim".
  *
- * Follows (branch `models`; the lead is changing the kick policy: update
- * this model with runtime/idle.c):
+ * Follows (update it with runtime/idle.c):
  *   runtime/idle.c  wft_idle_run from `park:` (wft_idle_spin_stop,
  *                   idle_set, the SLEEPING exchange and fence,
  *                   idle_claimed, futex_wait, `cancel:` with idle_clear

@@ -2,7 +2,7 @@
  * tests/models/mailbox.pml - the mailbox push / take-all and its "kick
  * only when it was empty" rule, with the list itself modelled.
  *
- * Follows (branch `models`; update with the code):
+ * Follows (update it with the code):
  *   runtime/mailbox.c wft_mailbox_push_chain (chain header mb_last/mb_n,
  *                     relaxed guess of head, last->link = old, CAS head
  *                     old -> first, return old == NULL) and

@@ -4,7 +4,7 @@
  * single spinner, hand-off to a starving head or to the woken waiter (I7),
  * and timed waiters.
  *
- * Follows (branch `models`; update with the code):
+ * Follows (update it with the code):
  *   sync/mutex.c  lock_common (fast CAS 0 -> id), lock_slow (steps 1-3,
  *                 the queueing CAS under qlock, the timeout path with
  *                 `queued` under qlock, COMPETE/HANDED), try_spin (the

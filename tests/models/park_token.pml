@@ -4,7 +4,7 @@
  * (waiter_wake) or claims it (wft_waiter_claim, then queues it itself),
  * and a stray weft_unpark.
  *
- * Follows (branch `models`; update with the code):
+ * Follows (update it with the code):
  *   runtime/waiter.c  wft_waiter_wait, waiter_wake, wft_waiter_claim
  *   runtime/thread.c wft_thread_park, weft_unpark, park_timeout
  *                   ("Park protocol (the token)")

@@ -4,7 +4,7 @@
  * the unlock (batched: claim every record, then deliver the chain), racing
  * a waiter's timeout (its cancel CAS against the grant's claim CAS).
  *
- * Follows (branch `models`; update with the code):
+ * Follows (update it with the code):
  *   sync/wake_q.c  wft_wake_q_flush, flush_batched (I2: next read before
  *                  the record is released; claim; one chain delivered
  *                  after the loop), and "Protocol" in its header;
