@@ -477,6 +477,9 @@ struct wft_worker {
 	weft_time_t mw_seen;
 	bool in_side_work;                /* reaping completions or timers: wakes made
 	                                   * now are not w->current's (wake.c); owner */
+	struct weft_thread *held;         /* a thread to dispatch from the scheduler loop:
+	                                   * its previous worker had not switched it out
+	                                   * (worker.c "Waiting for a switch"); owner only */
 	struct weft_thread *spawn_next;   /* a lone spawned child put in the next slot
 	                                   * (worker.c wft_worker_push_spawn); owner, a
 	                                   * hint compared with the slot, never followed */

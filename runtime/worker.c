@@ -452,52 +452,91 @@ static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
 }
 
 /*
- * Waiting for a woken thread's previous worker to finish switching it out
- * (I2). The window is the tail of that worker's switch, a few
+ * Waiting for a switch. A woken thread may be dispatched while its previous
+ * worker is still switching it out (I2); the dispatcher waits for its
+ * on_cpu to drop. The window is the tail of that worker's switch, a few
  * nanoseconds, so a spin is right, as in the kernel's wakeup (which spins
  * on the task's on_cpu with preemption off). Here the switcher is an OS
  * thread the kernel may preempt inside the window, and oversubscribed it
  * often is: the kick that woke us preempts whatever ran on its CPU, often
- * that switcher. Spinning on then burns our time slice while the thread
- * we wait for waits for a CPU, and every worker that dispatches a thread
- * of the preempted one joins the convoy (measured: 64 workers on 2 CPUs,
- * sembench -u, 92% of the scheduler's samples in this loop and a third of
- * the runs 100 to 1,000 times slower). So spin ON_CPU_SPIN_NS, then give
- * the CPU back between looks (sched_yield lets the preempted switcher
- * run; no lock is held here, so no one waits on us meanwhile). 50 us:
- * the task that preempted the switcher is often a kicked worker that
- * parks again within microseconds, and a yield hands the CPU to anything
- * runnable for a whole slice, CPU hogs included (with 2 us, a program
- * sharing its 2 CPUs with three hogs ran faster on one worker than on
- * two: tests/check_sched drain_keeps_needed_cpus kept a drain in 2 of 5
- * runs, 0 of 4 with 50 us); a real preemption lasts milliseconds, so the
- * spin costs little against it. The
- * reaper of an exited thread waits for the same store (thread.c I3).
- * Context: a worker, or an OS thread (join).
+ * that switcher. Two rules follow.
+ *
+ * 1. Spin ON_CPU_SPIN_NS, then give the CPU back between looks
+ *    (sched_yield lets the preempted switcher run). Spinning on burnt our
+ *    time slice while the thread we waited for waited for a CPU, and every
+ *    worker that dispatched a thread of the preempted one joined the
+ *    convoy (measured: 64 workers on 2 CPUs, sembench -u, 92% of the
+ *    scheduler's samples in the spin and a third of the runs 100 to 1,000
+ *    times slower). 50 us: the task that preempted the switcher is often
+ *    a kicked worker that parks again within microseconds, and a yield
+ *    hands the CPU to anything runnable for a whole slice, CPU hogs
+ *    included (with 2 us, a program sharing its 2 CPUs with three hogs ran
+ *    faster on one worker than on two: tests/check_sched
+ *    drain_keeps_needed_cpus kept a drain in 2 of 5 runs, 0 of 4 with
+ *    50 us); a real preemption lasts milliseconds.
+ *
+ * 2. Never wait while holding a thread. The dispatcher's own current
+ *    thread has on_cpu = 1 until this switch finishes, and it may already
+ *    be PARKED and woken onto another worker, which then waits for it:
+ *    two workers each waiting for the other's thread (DRAIN moves a
+ *    thread off its awake last worker, and a sync wake keeps one on a
+ *    draining worker; found by review). So a dispatch from a thread that
+ *    finds next still on a CPU after the spin switches to the scheduler
+ *    loop first (finishing its own thread's switch there, as when nothing
+ *    is runnable), and the loop waits for next holding nothing
+ *    (w->held). A wait with nothing held cannot be part of a cycle.
+ * The reaper of an exited thread waits for the same store (thread.c I3)
+ * with rule 1; the exiting thread's worker never waits for the reaper.
  */
 #define ON_CPU_SPIN_NS 50000
 
+/* Rule 1's spin: true once t is off its CPU (acquire, as in switch_to). */
+static bool off_cpu_soon(struct weft_thread *t)
+{
+	weft_time_t end = wft_now() + ON_CPU_SPIN_NS;
+
+	do {
+		for (int i = 0; i < 16; i++)
+			wft_cpu_relax();
+		if (!atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+			return true;
+	} while (wft_now() < end);
+	return false;
+}
+
 void wft_wait_off_cpu(struct weft_thread *t)
 {
-	weft_time_t end;
-	bool yielded = false;
-
 	/* acquire, all loads: as in switch_to (I2) */
-	if (!atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+	if (!atomic_load_explicit(&t->on_cpu, memory_order_acquire) || off_cpu_soon(t))
 		return;
-	end = wft_now() + ON_CPU_SPIN_NS;
-	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire)) {
-		if (wft_now() < end) {
-			for (int i = 0; i < 16; i++)
-				wft_cpu_relax();
-			continue;
-		}
-		if (!yielded) {
-			yielded = true;
-			wft_stat_inc_any(wft_worker_self(), oncpu_yields);
-		}
+	wft_stat_inc_any(wft_worker_self(), oncpu_yields);
+	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
 		sched_yield();
-	}
+}
+
+/* Rule 2: cur must not wait for next. Leave next in w->held and switch to
+ * the scheduler loop, which dispatches it once it is off its CPU. Returns
+ * when cur is resumed (never, if cur exited). Context: cur on w. */
+static __attribute__((noinline)) void switch_via_loop(struct wft_worker *w, struct weft_thread *cur,
+						      struct weft_thread *next)
+{
+	/* relaxed: cur's own state, set by itself */
+	bool done = atomic_load_explicit(&cur->state, memory_order_relaxed) == WFT_T_DONE;
+
+	w->held = next;
+	w->current = NULL;
+	w->prev = cur;
+	wft_san_switch_begin(done ? NULL : &cur->san_fake_stack, w->san_fiber, w->san_stack_bottom,
+			     w->san_stack_size);
+	if (done)
+		wft_ctx_jump(&cur->ctx, &w->sched_ctx);
+	wft_ctx_switch(&cur->ctx, &w->sched_ctx);
+	w = wft_worker_self();
+	if (w->current)
+		wft_san_switch_end(w->current->san_fake_stack);
+	else
+		wft_san_switch_end(w->sched_fake_stack);
+	finish_switch(w);
 }
 
 /* Dispatch next (prepared) from the context from_ctx (a thread's or the
@@ -508,9 +547,15 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	struct wft_worker *last;
 
 	/* I2. acquire: pairs with the release store in finish_switch, so
-	 * next->ctx is completely saved before we load it */
-	if (wft_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+	 * next->ctx is completely saved before we load it ("Waiting for a
+	 * switch": from a thread, spin only; from the loop, wait) */
+	if (wft_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire))) {
+		if (cur && !off_cpu_soon(next)) {
+			switch_via_loop(w, cur, next);
+			return;
+		}
 		wft_wait_off_cpu(next);
+	}
 	/* only a runnable thread is dispatched (a waker's or the spawn's
 	 * RUNNABLE, or the yielder's own) and never the one switching away.
 	 * relaxed: the queue that handed us next ordered its state */
@@ -874,9 +919,18 @@ static void *worker_main(void *arg)
 
 	/* acquire: the stop flag, re-read every round (shutdown's writes
 	 * before it are seen here); the kick wakes a sleeper */
-	while (!atomic_load_explicit(&wft_rt.stopping, memory_order_acquire)) {
-		struct weft_thread *t = pick(w);
+	for (;;) {
+		struct weft_thread *t = w->held;
 
+		if (wft_unlikely(t != NULL)) {
+			/* prepared by the dispatch that left it here */
+			w->held = NULL;
+			switch_to(w, NULL, &w->sched_ctx, t);
+			continue;
+		}
+		if (atomic_load_explicit(&wft_rt.stopping, memory_order_acquire))
+			break;
+		t = pick(w);
 		if (t) {
 			wft_idle_found_work(w);
 			if (prepare(w, t)) {
