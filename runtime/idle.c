@@ -259,6 +259,15 @@ static unsigned mail_rescue(struct wft_worker *w, struct wft_worker *v)
 	return nu;
 }
 
+/* What changes when mail arrives at v: the mailbox head (a push replaces
+ * it), or with NO_MAILBOX the private list's length. relaxed: a hint. */
+static inline uintptr_t mail_sig(struct wft_worker *v)
+{
+	if (wft_feat(MAILBOX))
+		return (uintptr_t)atomic_load_explicit(&v->mailbox.head, memory_order_relaxed);
+	return atomic_load_explicit(&v->rq.npriv, memory_order_relaxed);
+}
+
 /* The park re-check's look at v's mailbox (see "Stranded mail"). One
  * victim is watched at a time (the first seen with mail). */
 static int mail_watch(struct wft_worker *w, struct wft_worker *v)
@@ -274,6 +283,13 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 		return MAIL_NONE;
 	}
 	sw = wft_worker_switches(v);
+	/* its stuck mail was all pinned at the last rescue: nothing for us
+	 * until it switches or new mail arrives (without this, the watch
+	 * took and gave back the same pinned mail every 0.5 ms while the
+	 * victim stayed busy, and kept this worker waking every 0.1 ms;
+	 * found by review) */
+	if (w->mw_pinned == v && w->mw_pinned_sw == sw && w->mw_pinned_sig == mail_sig(v))
+		return MAIL_NONE;
 	if (w->mw_victim != v || w->mw_switches != sw) {
 		w->mw_victim = v;
 		w->mw_switches = sw;
@@ -283,7 +299,12 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 	if (wft_now() - w->mw_seen < MAIL_STUCK_NS)
 		return MAIL_WATCHING;
 	w->mw_victim = NULL;
-	return mail_rescue(w, v) ? MAIL_TAKEN : MAIL_NONE;
+	if (mail_rescue(w, v))
+		return MAIL_TAKEN;
+	w->mw_pinned = v;
+	w->mw_pinned_sw = sw;
+	w->mw_pinned_sig = mail_sig(v);
+	return MAIL_NONE;
 }
 
 /* Park timeout (ns) while a victim's next slot holds a thread this worker
@@ -736,12 +757,12 @@ int wft_idle_kick_r(struct wft_worker *w)
 	s = atomic_load_explicit(&w->sleep, memory_order_seq_cst);
 	if (s != WFT_W_SLEEPING)
 		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;
-	/* seq_cst on success: the CAS elects one kicker, and its KICKED is
-	 * what a later chain kicker may read as UNDERWAY; seq_cst keeps that
-	 * read ordered before the worker's seq_cst exchange to AWAKE (see
-	 * "Kick chain") without leaning on C11's coherence wording. The
-	 * syscall that follows costs far more. Failure: relaxed, a value to
-	 * report only */
+	/* seq_cst on success: the CAS elects one kicker. The chain argument
+	 * ("Kick chain") rests on the seq_cst load above: it read SLEEPING,
+	 * so it precedes the worker's AWAKE exchange in the total order, and
+	 * an UNDERWAY reported by a failed CAS (relaxed: a value to report
+	 * only) was seen after that load. seq_cst on the CAS is not needed by
+	 * it; kept, as the syscall that follows costs far more. */
 	if (!atomic_compare_exchange_strong_explicit(&w->sleep, &s, WFT_W_KICKED,
 			memory_order_seq_cst, memory_order_relaxed))
 		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;

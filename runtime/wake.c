@@ -34,8 +34,10 @@
  *      syscall is needed (the kernel's prev_cpu / wake_affine_idle).
  *   The last worker is parked: running the thread there costs a kick (a
  *   futex or io_uring syscall, then 5-50 us until the worker runs).
- *   R2 WAKE_AFFINE, a weft-thread waker that is not wide (R2'), on an
- *      active worker: the waker's worker, which is awake by definition
+ *   R2 WAKE_AFFINE, a waker on an active worker that is not wide (R2'):
+ *      a weft thread, or the worker itself reaping an I/O completion or
+ *      a timer (side work: no waker thread, never wide). The waker's
+ *      worker, which is awake by definition
  *      (wake_affine). If the waker keeps running, the wakee is surplus
  *      there and the surplus rule gets one idle worker to steal it
  *      (worker.c maybe_wake_idle): one kick per burst, not one per wakee.

@@ -475,6 +475,9 @@ struct wft_worker {
 	struct wft_worker *mw_victim;
 	uint64_t mw_switches;
 	weft_time_t mw_seen;
+	struct wft_worker *mw_pinned;     /* a victim whose stuck mail was all pinned: */
+	uint64_t mw_pinned_sw;            /* not watched again until it switches */
+	uintptr_t mw_pinned_sig;          /* or new mail arrives (mail_sig) */
 	bool in_side_work;                /* reaping completions or timers: wakes made
 	                                   * now are not w->current's (wake.c); owner */
 	struct weft_thread *held;         /* a thread to dispatch from the scheduler loop:

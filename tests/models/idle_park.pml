@@ -93,7 +93,7 @@ proctype Worker()
 		};
 		in_futex == 0;       /* until a futex_wake */
 cancel:
-		/* exchange sleep = AWAKE (relaxed RMW of our own word) */
+		/* exchange sleep = AWAKE (seq_cst RMW of our own word) */
 		atomic { sb_drain(); sleep = AWAKE }
 	od;
 	assert(taken == NPUSH && mbox == 0)
