@@ -2,6 +2,7 @@
 libweft_la_SOURCES += \
 	runtime/context.c \
 	runtime/drain.c \
+	runtime/env.c \
 	runtime/features.c \
 	runtime/idle.c \
 	runtime/init.c \
@@ -33,6 +34,7 @@ noinst_HEADERS += \
 	runtime/context_x86_64.h \
 	runtime/context_aarch64.h \
 	runtime/context_ucontext.h \
+	runtime/env.h \
 	runtime/list.h \
 	runtime/sanitizer.h \
 	runtime/runq.h \

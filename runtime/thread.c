@@ -83,6 +83,7 @@
  * does not link GPL code.)
  */
 #include "runtime/wft.h"
+#include "runtime/env.h"
 #include "runtime/sanitizer.h"
 
 #include <atomic_ops.h>
@@ -385,10 +386,14 @@ static inline void spawn_defaults(size_t *ss, int *guard, int *pin, int *detache
 static __attribute__((noinline)) int spawn_check(const weft_attr_t *attr, size_t *ss,
 						 int *guard, int *pin, int *detached)
 {
-	if (attr && attr->stack_size && attr->stack_size < WEFT_STACK_MIN)
-		return EINVAL;
+	if (attr && attr->stack_size &&
+	    (attr->stack_size < WEFT_STACK_MIN || attr->stack_size > WFT_STACK_MAX))
+		return EINVAL;   /* above the max it could wrap when page-rounded */
 	if (attr && attr->guard != 0 && attr->guard != 1)
 		return EINVAL;
+	for (size_t i = 0; attr && i < sizeof(attr->reserved) / sizeof(attr->reserved[0]); i++)
+		if (attr->reserved[i])
+			return EINVAL;
 	/* acquire: pairs with the release store of RUNNING in weft_init */
 	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
 		int rc = weft_init(NULL);

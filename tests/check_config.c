@@ -43,6 +43,7 @@
 
 static const char *const env_names[] = {
 	"WEFT_WORKERS", "WEFT_STACK_SIZE", "WEFT_PIN", "WEFT_FEATURES", "WEFT_SEED",
+	"WEFT_STATS", "WEFT_FAULT", "WEFT_OFFLOAD_THREADS",
 };
 enum { NENV = sizeof(env_names) / sizeof(env_names[0]) };
 static char *env_saved[NENV];
@@ -493,7 +494,29 @@ START_TEST(env_bad_values)
 		{ "WEFT_WORKERS", "0" },
 		{ "WEFT_WORKERS", too_many },
 		{ "WEFT_WORKERS", "many" },
+		{ "WEFT_WORKERS", "2abc" },    /* was read as 2 (atoi) */
+		{ "WEFT_WORKERS", " 2" },
+		{ "WEFT_WORKERS", "+2" },
+		{ "WEFT_WORKERS", "-1" },
+		{ "WEFT_WORKERS", "99999999999999999999" },
 		{ "WEFT_STACK_SIZE", "1k" },   /* below WEFT_STACK_MIN */
+		/* 2^64 + 1 MiB: wrapped to 1 MiB (unchecked shift) */
+		{ "WEFT_STACK_SIZE", "17592186044417m" },
+		/* past 2^64: strtoull's ERANGE was ignored (SIZE_MAX, which
+		 * the page rounding wrapped to 0) */
+		{ "WEFT_STACK_SIZE", "99999999999999999999" },
+		{ "WEFT_STACK_SIZE", "1125899906842624" },   /* 1 PiB > max */
+		{ "WEFT_STACK_SIZE", "64kb" },
+		{ "WEFT_STACK_SIZE", "64 k" },
+		{ "WEFT_STACK_SIZE", "-64k" },
+		{ "WEFT_STACK_SIZE", "k" },
+		{ "WEFT_PIN", "yes" },
+		{ "WEFT_PIN", "2" },
+		{ "WEFT_STATS", "on" },
+		{ "WEFT_FAULT", "alloc:x" },
+		{ "WEFT_FAULT", "nonsense" },
+		{ "WEFT_OFFLOAD_THREADS", "4x" },
+		{ "WEFT_OFFLOAD_THREADS", "0" },
 		{ "WEFT_FEATURES", "NO_SUCH_SWITCH" },
 		{ "WEFT_SEED", "abc" },
 		{ "WEFT_SEED", "12x" },

@@ -25,7 +25,8 @@ typedef void *(*weft_fn_t)(void *arg);
 /* Thread attributes. Initialise with weft_attr_init() (or WEFT_ATTR_INITIALIZER)
  * and set fields directly; the struct layout is part of the ABI. */
 typedef struct weft_attr {
-	size_t stack_size;   /* bytes; 0 = the runtime default (config / WEFT_STACK_SIZE) */
+	size_t stack_size;   /* bytes; 0 = the runtime default (config / WEFT_STACK_SIZE);
+			      * else WEFT_STACK_MIN..WEFT_STACK_MAX (weft.h) */
 	int guard;           /* 1 = a PROT_NONE guard page below the stack (default), 0 = none */
 	int worker;          /* pin to this worker index; -1 = not pinned (default) */
 	int detached;        /* 1 = start detached (cannot be joined) */
@@ -45,8 +46,9 @@ WEFT_API int weft_attr_init(weft_attr_t *attr);
  * worker's queue and is retried until a stack can be had, and until then
  * further spawns that need a new stack fail with EAGAIN.
  * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL,
- * bad attribute such as an out-of-range worker or a stack size below
- * WEFT_STACK_MIN), EAGAIN (no memory for the thread, or stacks cannot be
+ * bad attribute: an out-of-range worker, a stack size outside
+ * WEFT_STACK_MIN..WEFT_STACK_MAX, guard not 0 or 1, a non-zero reserved
+ * field), EAGAIN (no memory for the thread, or stacks cannot be
  * mapped at the moment), or the error of the implicit weft_init().
  * Context: any. */
 WEFT_API int weft_spawn(weft_thread_t *t, weft_fn_t fn, void *arg, const weft_attr_t *attr);
