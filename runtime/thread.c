@@ -84,6 +84,7 @@
  */
 #include "runtime/wft.h"
 #include "runtime/env.h"
+#include "runtime/stack.h"
 #include "runtime/sanitizer.h"
 
 #include <atomic_ops.h>
@@ -119,12 +120,18 @@ _Static_assert(offsetof(struct weft_thread, state) >= 64 && offsetof(struct weft
 
 struct tcb_slab {
 	struct tcb_slab *next;
+	bool bulk;                /* from wft_bulk_alloc: not free()d */
 	struct weft_thread tcbs[TCB_SLAB];
 };
+
+/* Slabs from malloc before the rest come from huge-page regions
+ * (runtime/stack.c "Bulk memory"): 2,048 TCBs. */
+#define TCB_SLABS_SMALL 8
 
 static AO_double_t tcb_free __attribute__((aligned(16)));  /* {top, version} */
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tcb_slab *slabs;   /* slab_lock */
+static _Atomic unsigned nslabs;  /* slabs made since init */
 
 static void global_push(struct weft_thread *first, struct weft_thread *last)
 {
@@ -180,9 +187,15 @@ static int slab_grow(void)
 		return ENOMEM;
 	/* cache-line aligned: a TCB's first two lines are what a switch
 	 * touches (see struct weft_thread) */
-	if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
-		return ENOMEM;
-	memset(s, 0, sizeof(*s));
+	/* relaxed: a count that only picks the allocator */
+	if (atomic_fetch_add_explicit(&nslabs, 1, memory_order_relaxed) >= TCB_SLABS_SMALL &&
+	    (s = wft_bulk_alloc(sizeof(*s))) != NULL) {
+		s->bulk = true;   /* zeroed by the kernel */
+	} else {
+		if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
+			return ENOMEM;
+		memset(s, 0, sizeof(*s));
+	}
 	for (unsigned i = 0; i < TCB_SLAB; i++) {
 		s->tcbs[i].link = i + 1 < TCB_SLAB ? &s->tcbs[i + 1] : NULL;
 		atomic_init(&s->tcbs[i].jstate, WFT_JS(WFT_J_FREE, 0));
@@ -289,8 +302,11 @@ void wft_tcb_pool_fini_unsafe(void)
 		slabs = s->next;
 		for (unsigned i = 0; i < TCB_SLAB; i++)
 			wft_san_fiber_destroy(s->tcbs[i].san_fiber);
-		free(s);
+		if (!s->bulk)
+			free(s);
 	}
+	wft_bulk_free_all();
+	atomic_store_explicit(&nslabs, 0, memory_order_relaxed);   /* no worker runs */
 	tcb_free.AO_val1 = 0;
 	tcb_free.AO_val2 = 0;
 }

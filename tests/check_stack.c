@@ -123,6 +123,156 @@ START_TEST(config_size_and_reserved)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* many: more threads parked at once than one mapping per stack allows */
+
+#if defined(__SANITIZE_THREAD__)
+#define MANY 4000     /* TSan caps live threads + fibers at 8128 */
+#else
+#define MANY (40000 / WT_SCALE_DIV)
+#endif
+static _Atomic long many_parked;
+static _Atomic int many_go;
+
+static void *many_parker(void *arg)
+{
+	*(uintptr_t *)arg = (uintptr_t)__builtin_frame_address(0);
+	atomic_fetch_add(&many_parked, 1);
+	while (!atomic_load(&many_go))
+		weft_park();
+	return NULL;
+}
+
+static int cmp_uptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* 40,000 guarded default stacks at once: with two mappings per stack
+ * (before) the 65,530 of vm.max_map_count ran out near 32,700 and the
+ * rest never ran (joins hung). Every thread must run within the bound,
+ * and each must have a stack of its own (frames at least the default
+ * stack size apart). */
+START_TEST(many_parked_guarded)
+{
+	weft_thread_t *ts = calloc(MANY, sizeof(*ts));
+	uintptr_t *fp = calloc(MANY, sizeof(*fp));
+	weft_time_t end;
+
+	ck_assert_ptr_nonnull(ts);
+	ck_assert_ptr_nonnull(fp);
+	atomic_store(&many_parked, 0);
+	atomic_store(&many_go, 0);
+	wt_init_workers(2);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_int_eq(weft_spawn(&ts[i], many_parker, &fp[i], NULL), 0);
+	end = weft_now_ns() + 20000000000ull;
+	while (atomic_load(&many_parked) < MANY && weft_now_ns() < end)
+		usleep(2000);
+	ck_assert_msg(atomic_load(&many_parked) == MANY, "%ld of %d threads ran in 20 s",
+		      atomic_load(&many_parked), MANY);
+	qsort(fp, MANY, sizeof(*fp), cmp_uptr);
+	for (int i = 1; i < MANY; i++)
+		ck_assert_msg(fp[i] - fp[i - 1] >= WEFT_STACK_DEFAULT,
+			      "two parked threads' frames %#lx and %#lx share a stack",
+			      (unsigned long)fp[i - 1], (unsigned long)fp[i]);
+	atomic_store(&many_go, 1);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_int_eq(weft_unpark(ts[i]), 0);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_int_eq(weft_join(ts[i], NULL), 0);
+	wt_shutdown();
+	free(ts);
+	free(fp);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* wait: a thread that cannot get a stack does not slow the others */
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+static void limit_as(struct rlimit *old)
+{
+	struct rlimit lim;
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+	fclose(f);
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, old), 0);
+	lim = *old;
+	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+}
+#endif
+
+enum { WAIT_YIELDS = 2000 };
+static _Atomic int wait_started, wait_go;
+
+static void *wait_yielder(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&wait_started, 1);
+	while (!atomic_load(&wait_go))
+		weft_yield();
+	for (int i = 0; i < WAIT_YIELDS; i++)
+		weft_yield();
+	return NULL;
+}
+
+/* One worker runs two yielders and two threads whose 8 MiB stacks cannot
+ * be mapped (RLIMIT_AS). A yield that finds a stackless thread next goes
+ * to the scheduler loop, which picks the other stackless one: before,
+ * every such pick slept 1 ms, so 2,000 yields each took over 2 s; now the
+ * worker backs off only when a whole round of its queue found nothing to
+ * run. */
+START_TEST(wait_does_not_slow_others)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	printf("SKIP stack/wait_does_not_slow_others: RLIMIT_AS cannot be set under a sanitizer\n");
+#else
+	struct rlimit old;
+	weft_thread_t y[2], big[2];
+	weft_attr_t a;
+	weft_time_t t0, dt;
+	void *r = NULL;
+
+	atomic_store(&wait_started, 0);
+	atomic_store(&wait_go, 0);
+	wt_init_workers(1);
+	/* the yielders hold their stacks before the limit */
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_spawn(&y[i], wait_yielder, NULL, NULL), 0);
+	while (atomic_load(&wait_started) < 2)
+		usleep(1000);
+	weft_attr_init(&a);
+	a.stack_size = 8u << 20;
+	limit_as(&old);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_spawn(&big[i], ret_arg, (void *)5, &a), 0);
+	usleep(20000);   /* the worker tries their stacks and fails */
+	t0 = weft_now_ns();
+	atomic_store(&wait_go, 1);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_join(y[i], NULL), 0);
+	dt = weft_now_ns() - t0;
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+	/* big gets its stack now */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(weft_join(big[i], &r), 0);
+		ck_assert_ptr_eq(r, (void *)5);
+	}
+	ck_assert_msg(dt < 1000000000ull, "2 x %d yields took %.0f ms next to a stackless thread",
+		      WAIT_YIELDS, dt / 1e6);
+	assert_healthy();
+	wt_shutdown();
+#endif
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stack");
@@ -132,5 +282,11 @@ int main(void)
 	tcase_add_test(tc, attr_size_near_max);
 	tcase_add_test(tc, attr_reserved_nonzero);
 	tcase_add_test(tc, config_size_and_reserved);
+
+	tc = wt_tcase(s, "many", 60);
+	tcase_add_test(tc, many_parked_guarded);
+
+	tc = wt_tcase(s, "wait", 30);
+	tcase_add_test(tc, wait_does_not_slow_others);
 	return wt_run_suite(s);
 }
