@@ -4,7 +4,7 @@
 # SVGs (in the source tree) and skips with a message when dot is missing.
 docs_pictures = docs/sched-loop.dot docs/wake-path.dot
 
-EXTRA_DIST += docs/design.md docs/tuning.md docs/seeds.md \
+EXTRA_DIST += docs/design.md docs/tuning.md docs/seeds.md docs/stacks.md \
 	$(docs_pictures) $(docs_pictures:.dot=.svg)
 
 docs:

@@ -63,7 +63,7 @@ static long rss_bytes(void)
 
 static long spawned;
 static int spawn_err;
-static double rss_per;
+static double rss_per, park_phase;
 
 static void *run_bulk(void *arg)
 {
@@ -107,6 +107,7 @@ static void *run_parked(void *arg)
 		weft_yield();
 	}
 	rss_per = (double)(rss_bytes() - rss0) / (double)(i ? i : 1);
+	park_phase = (double)(bench_now_ns() - t0) / (double)n_threads;
 	/* release: the parkers' acquire loads see it */
 	atomic_store_explicit(&released, 1, memory_order_release);
 	for (long j = 0; j < i; j++)
@@ -120,7 +121,7 @@ int main(int argc, char **argv)
 {
 	const char *benches = NULL;
 	int runs = 5;
-	double v[64], rss[64];
+	double v[64], rss[64], park[64];
 
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--n=", 4) == 0)
@@ -159,6 +160,7 @@ int main(int argc, char **argv)
 		for (int r = 0; r < runs; r++) {
 			v[r] = bench_in_weft(b ? run_parked : run_bulk, NULL);
 			rss[r] = rss_per;
+			park[r] = park_phase;
 			if (spawned < n_threads) {
 				printf("%s: n=%ld spawn %ld failed: %s\n", name, n_threads, spawned,
 				       strerror(spawn_err));
@@ -170,7 +172,8 @@ int main(int argc, char **argv)
 		printf("%s: n=%ld workers=%d ns/thread median %.1f (min %.1f max %.1f, %d runs)",
 		       name, n_threads, weft_workers(), bench_median(v, (size_t)runs), lo, hi, runs);
 		if (b)
-			printf(" rss/parked thread %.0f bytes", bench_median(rss, (size_t)runs));
+			printf(" (spawn until all parked %.1f) rss/parked thread %.0f bytes",
+			       bench_median(park, (size_t)runs), bench_median(rss, (size_t)runs));
 		printf("\n");
 		fflush(stdout);
 	}

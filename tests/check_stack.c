@@ -273,6 +273,124 @@ START_TEST(wait_does_not_slow_others)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* tls: __thread belongs to the worker, weft_key to the light thread
+ * (include/weft/thread.h "Thread-local storage") */
+
+static __thread long tls_var;
+static __thread char tls_mark;
+static _Atomic int tls_step;
+
+/* Pinned to worker 0 with tls_b: writes its __thread variable, lets b
+ * run, and reads back what b wrote there. */
+static void *tls_a(void *arg)
+{
+	uintptr_t *addr = arg;
+
+	addr[0] = (uintptr_t)&tls_mark;
+	tls_var = 1;
+	atomic_store(&tls_step, 1);
+	while (atomic_load(&tls_step) != 2)
+		weft_yield();
+	return (void *)tls_var;
+}
+
+static void *tls_b(void *arg)
+{
+	uintptr_t *addr = arg;
+
+	while (atomic_load(&tls_step) != 1)
+		weft_yield();
+	addr[1] = (uintptr_t)&tls_mark;
+	tls_var = 2;
+	atomic_store(&tls_step, 2);
+	return NULL;
+}
+
+/* Two light threads on one worker share its __thread variables: the
+ * documented rule, pinned so that nobody is surprised by a change. */
+START_TEST(tls_shared_by_worker)
+{
+	weft_attr_t a;
+	weft_thread_t ta, tb;
+	uintptr_t addr[2] = { 0, 0 };
+	void *r = NULL;
+
+	atomic_store(&tls_step, 0);
+	wt_init_workers(2);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&ta, tls_a, addr, &a), 0);
+	ck_assert_int_eq(weft_spawn(&tb, tls_b, addr, &a), 0);
+	ck_assert_int_eq(weft_join(ta, &r), 0);
+	ck_assert_int_eq(weft_join(tb, NULL), 0);
+	ck_assert_uint_eq(addr[0], addr[1]);
+	ck_assert_ptr_eq(r, (void *)2);   /* a read what b wrote */
+	wt_shutdown();
+}
+END_TEST
+
+enum { TLS_THREADS = 8, TLS_ROUNDS = 2000 };
+static weft_key_t tls_key;
+static _Atomic long tls_key_lost, tls_var_changed;
+
+/* Sets its key value and its __thread variable to its own id, then
+ * yields, sleeps and parks at random (seeded) on two workers, so that it
+ * migrates; after each, the key value must still be its own. The
+ * __thread value is only counted (another thread on the same worker
+ * overwrites it: what the rule says). */
+static void *tls_roamer(void *arg)
+{
+	long id = (long)(intptr_t)arg;
+	uint64_t rng = wt_seed() ^ (uint64_t)(id + 1) * 0x9E3779B97F4A7C15ull;
+
+	WT_CHECK(weft_setspecific(tls_key, (void *)(intptr_t)(id + 1)) == 0);
+	tls_var = id + 1;
+	for (int i = 0; i < TLS_ROUNDS; i++) {
+		switch (wt_rand(&rng) % 3) {
+		case 0:
+			weft_yield();
+			break;
+		case 1:
+			weft_sleep_ns(1000);
+			break;
+		default:
+			weft_unpark(weft_self());
+			weft_park();
+			break;
+		}
+		if (weft_getspecific(tls_key) != (void *)(intptr_t)(id + 1))
+			atomic_fetch_add(&tls_key_lost, 1);
+		if (tls_var != id + 1) {
+			atomic_fetch_add(&tls_var_changed, 1);
+			tls_var = id + 1;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(tls_key_follows_thread)
+{
+	weft_thread_t t[TLS_THREADS];
+
+	atomic_store(&tls_key_lost, 0);
+	atomic_store(&tls_var_changed, 0);
+	wt_init_workers(2);
+	ck_assert_int_eq(weft_key_create(&tls_key, NULL), 0);
+	for (long i = 0; i < TLS_THREADS; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], tls_roamer, (void *)(intptr_t)i, NULL), 0);
+	for (int i = 0; i < TLS_THREADS; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_assert_no_failure();
+	printf("tls: __thread value changed under a light thread %ld times in %d x %d rounds; "
+	       "weft_key value lost %ld times\n", atomic_load(&tls_var_changed), TLS_THREADS,
+	       TLS_ROUNDS, atomic_load(&tls_key_lost));
+	ck_assert_int_eq(atomic_load(&tls_key_lost), 0);
+	ck_assert_int_eq(weft_key_delete(tls_key), 0);
+	wt_shutdown();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stack");
@@ -288,5 +406,9 @@ int main(void)
 
 	tc = wt_tcase(s, "wait", 30);
 	tcase_add_test(tc, wait_does_not_slow_others);
+
+	tc = wt_tcase(s, "tls", 30);
+	tcase_add_test(tc, tls_shared_by_worker);
+	tcase_add_test(tc, tls_key_follows_thread);
 	return wt_run_suite(s);
 }
