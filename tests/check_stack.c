@@ -212,6 +212,19 @@ static void limit_as(struct rlimit *old)
 enum { WAIT_YIELDS = 2000 };
 static _Atomic int wait_started, wait_go;
 
+static _Atomic int hog_running, hog_release;
+
+/* Holds the worker (never yields) until released: while it runs, the
+ * worker cannot try a stack for a thread spawned meanwhile. */
+static void *wait_hog(void *arg)
+{
+	(void)arg;
+	atomic_store(&hog_running, 1);
+	while (!atomic_load(&hog_release))
+		;
+	return NULL;
+}
+
 static void *wait_yielder(void *arg)
 {
 	(void)arg;
@@ -235,7 +248,7 @@ START_TEST(wait_does_not_slow_others)
 	printf("SKIP stack/wait_does_not_slow_others: RLIMIT_AS cannot be set under a sanitizer\n");
 #else
 	struct rlimit old;
-	weft_thread_t y[2], big[2];
+	weft_thread_t y[2], big[2], hog;
 	weft_attr_t a;
 	weft_time_t t0, dt;
 	void *r = NULL;
@@ -248,11 +261,20 @@ START_TEST(wait_does_not_slow_others)
 		ck_assert_int_eq(weft_spawn(&y[i], wait_yielder, NULL, NULL), 0);
 	while (atomic_load(&wait_started) < 2)
 		usleep(1000);
+	/* the hog holds the worker while both stackless threads are
+	 * spawned: once the worker has failed one, spawns are EAGAIN */
+	atomic_store(&hog_running, 0);
+	atomic_store(&hog_release, 0);
+	ck_assert_int_eq(weft_spawn(&hog, wait_hog, NULL, NULL), 0);
+	while (!atomic_load(&hog_running))
+		usleep(1000);
 	weft_attr_init(&a);
 	a.stack_size = 8u << 20;
 	limit_as(&old);
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(weft_spawn(&big[i], ret_arg, (void *)5, &a), 0);
+	atomic_store(&hog_release, 1);
+	ck_assert_int_eq(weft_join(hog, NULL), 0);
 	usleep(20000);   /* the worker tries their stacks and fails */
 	t0 = weft_now_ns();
 	atomic_store(&wait_go, 1);
