@@ -35,6 +35,7 @@ noinst_HEADERS += \
 	runtime/context_aarch64.h \
 	runtime/context_ucontext.h \
 	runtime/env.h \
+	runtime/stack.h \
 	runtime/list.h \
 	runtime/sanitizer.h \
 	runtime/runq.h \
