@@ -485,14 +485,46 @@ static bool chunk_alloc(struct weft_thread *t)
 	return p != NULL;
 }
 
+/*
+ * Canary (debug builds). A stack without a guard page (guard = 0) that
+ * overflows silently writes into whatever lies below it: in a chunk, the
+ * slot below, another thread's stack. In a debug build (--enable-debug)
+ * such a stack carries a canary in its lowest 8 bytes, written when the
+ * stack is handed to a thread and checked when it leaves the thread
+ * (wft_stack_release; a TCB that keeps its stack defers the check to when
+ * the stack leaves it): a changed canary panics, naming the thread. It
+ * finds an overflow after the fact, and only one that ran through the
+ * stack's bottom; the guard page is the real protection.
+ */
+#define STACK_CANARY 0x5745465443414e59ull   /* "WEFTCANY" */
+/* not under ASan: it checks stack accesses itself, and the bottom of a
+ * stack may lie in a redzone it poisoned */
+#define STACK_CANARY_ON (WFT_DEBUG && !WFT_ASAN)
+
+static void canary_set(struct weft_thread *t)
+{
+	if (STACK_CANARY_ON && !t->guard)
+		*(uint64_t *)wft_stack_lo(t) = STACK_CANARY;
+}
+
+static void canary_check(const struct weft_thread *t)
+{
+	if (STACK_CANARY_ON && !t->guard && *(const uint64_t *)wft_stack_lo(t) != STACK_CANARY)
+		wft_panic("stack overflow in weft thread '%s' (%p, stack size %zu, guard = 0): "
+			  "the canary at the bottom of its stack was overwritten",
+			  t->name, (const void *)t, t->stack_size);
+}
+
 int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 {
 	struct stack_entry *cache = (struct stack_entry *)w->stack_cache;
 	size_t len;
 	void *p;
 
-	if (take_entry(cache, &w->nstacks, t) || pool_get(t))
+	if (take_entry(cache, &w->nstacks, t) || pool_get(t)) {
+		canary_set(t);
 		return 0;
+	}
 	if (wft_fault_alloc())
 		return ENOMEM;
 	len = map_size(t->stack_size, t->guard);
@@ -513,6 +545,7 @@ int wft_stack_alloc(struct wft_worker *w, struct weft_thread *t)
 	wft_stat_inc(w, stack_maps);
 	/* Valgrind: register the usable part; the id travels with the stack */
 	t->stack_vg = WFT_VG_STACK_REGISTER(wft_stack_lo(t), (char *)p + len);
+	canary_set(t);
 	return 0;
 }
 
@@ -522,6 +555,7 @@ int wft_stack_release(struct wft_worker *w, struct weft_thread *t)
 
 	if (!t->stack)
 		return 0;
+	canary_check(t);
 	t->stack = NULL;
 	if (w && w->nstacks < w->stack_cache_cap) {
 		((struct stack_entry *)w->stack_cache)[w->nstacks++] = e;

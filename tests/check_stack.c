@@ -14,8 +14,12 @@
  *            have one (worker.c: no sleep per pick of a stackless thread).
  *   tls      __thread belongs to the worker; weft_key follows the thread
  *            (include/weft/thread.h "Thread-local storage").
+ *   canary   in a debug build, an overflow of a guard = 0 stack is
+ *            reported by name when the stack is released (stack.c
+ *            "Canary").
  */
 #define _GNU_SOURCE
+#include "config.h"
 #include "tests/harness.h"
 
 #include <errno.h>
@@ -23,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void *ret_arg(void *arg)
@@ -413,6 +419,104 @@ START_TEST(tls_key_follows_thread)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* canary */
+
+#if defined(WFT_DEBUG_BUILD) && !defined(__SANITIZE_ADDRESS__)
+enum { OVF_SIZE = 16 * 1024, OVF_NEIGHBOURS = 4 };
+static _Atomic int ovf_parked;
+
+static void *ovf_parker(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ovf_parked, 1);
+	for (;;)
+		weft_park();
+	return NULL;
+}
+
+/* About n KiB of frames, every byte written (as a real overflow would:
+ * the canary is 8 bytes). */
+static __attribute__((noinline)) int ovf_dig(int n)
+{
+	volatile char buf[1024];
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)n;
+	if (n == 0)
+		return buf[0];
+	return ovf_dig(n - 1) + buf[sizeof(buf) - 1];
+}
+
+static void *ovf_thread(void *arg)
+{
+	(void)arg;
+	/* 24 KiB below the start: past the bottom of the 16 KiB stack plus
+	 * its colour page, into the slot below (a parked neighbour's) */
+	return (void *)(intptr_t)ovf_dig(24);
+}
+
+/* In a child process: four parked neighbours on guard = 0 16 KiB stacks
+ * (slots carved in address order), then a thread on the next slot that
+ * overflows its stack by a few KiB. Exits 0 if nothing noticed. */
+static void ovf_child(void)
+{
+	weft_attr_t a;
+	weft_thread_t n[OVF_NEIGHBOURS], t;
+	weft_config_t c = WEFT_CONFIG_INITIALIZER;
+
+	c.workers = 1;
+	if (weft_init(&c) != 0)
+		_exit(3);
+	weft_attr_init(&a);
+	a.stack_size = OVF_SIZE;
+	a.guard = 0;
+	for (int i = 0; i < OVF_NEIGHBOURS; i++)
+		if (weft_spawn(&n[i], ovf_parker, NULL, &a) != 0)
+			_exit(3);
+	while (atomic_load(&ovf_parked) < OVF_NEIGHBOURS)
+		usleep(1000);
+	a.name = "ovf";
+	if (weft_spawn(&t, ovf_thread, NULL, &a) != 0 || weft_join(t, NULL) != 0)
+		_exit(3);
+	_exit(0);
+}
+#endif
+
+START_TEST(canary_guard_off_overflow)
+{
+#if !defined(WFT_DEBUG_BUILD) || defined(__SANITIZE_ADDRESS__)
+	printf("SKIP stack/canary_guard_off_overflow: the canary is on in debug builds "
+	       "(--enable-debug) without ASan only\n");
+#else
+	int fds[2], st = 0;
+	char out[4096];
+	ssize_t len = 0, r;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		ovf_child();
+	}
+	close(fds[1]);
+	while (len < (ssize_t)sizeof(out) - 1 &&
+	       (r = read(fds[0], out + len, sizeof(out) - 1 - (size_t)len)) > 0)
+		len += r;
+	out[len] = '\0';
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+		      "overflow of a guard = 0 stack not caught (status %#x): %s", st, out);
+	ck_assert_msg(strstr(out, "stack overflow in weft thread 'ovf'") != NULL,
+		      "no report naming the thread: %s", out);
+#endif
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stack");
@@ -428,6 +532,9 @@ int main(void)
 
 	tc = wt_tcase(s, "wait", 30);
 	tcase_add_test(tc, wait_does_not_slow_others);
+
+	tc = wt_tcase(s, "canary", 30);
+	tcase_add_test(tc, canary_guard_off_overflow);
 
 	tc = wt_tcase(s, "tls", 30);
 	tcase_add_test(tc, tls_shared_by_worker);
