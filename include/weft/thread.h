@@ -48,7 +48,10 @@ WEFT_API int weft_attr_init(weft_attr_t *attr);
  * the thread waits on its worker's queue and is retried until one can,
  * without slowing the threads that have theirs, and until then further
  * spawns that need a new stack fail with EAGAIN. With guard = 0 a stack
- * overflow silently overwrites the stack below (another thread's).
+ * overflow silently overwrites the stack below (another thread's); a
+ * debug build (--enable-debug) keeps a canary at the stack's bottom and
+ * aborts, naming the thread, when the stack leaves a thread that
+ * overwrote it.
  * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL,
  * bad attribute: an out-of-range worker, a stack size outside
  * WEFT_STACK_MIN..WEFT_STACK_MAX, guard not 0 or 1, a non-zero reserved
