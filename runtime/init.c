@@ -169,7 +169,8 @@ static void print_stats_at_exit(void)
  * The numeric environment variables, parsed strictly (runtime/env.c): a
  * value that is not a number in range is EINVAL with a message, never
  * read as its prefix or wrapped. Sets wft_rt's workers, stack size and
- * pin, the fault knobs and env_stats. Context: weft_init, under init_lock.
+ * pin, and env_stats (WEFT_FAULT, a test knob, is read in weft_init).
+ * Context: weft_init, under init_lock.
  */
 static bool env_stats;   /* WEFT_STATS set and not 0; under init_lock */
 
@@ -178,7 +179,6 @@ static int read_env(void)
 	unsigned long n = (unsigned long)wft_rt.nworkers, pin = (unsigned long)wft_rt.pin;
 	unsigned long st = 0, off = 1;
 	size_t ss = wft_rt.stack_size;
-	const char *e;
 	int rc;
 
 	if ((rc = wft_env_ulong("WEFT_WORKERS", 1, WEFT_WORKERS_MAX, &n)) ||
@@ -192,22 +192,6 @@ static int read_env(void)
 	wft_rt.stack_size = ss;
 	wft_rt.pin = pin != 0;
 	env_stats = st != 0;
-	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
-	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
-	if ((e = getenv("WEFT_FAULT")) && *e) {
-		unsigned long v;
-
-		/* relaxed: test knobs, set before the workers start */
-		if (strncmp(e, "alloc:", 6) == 0 && wft_parse_ulong(e + 6, 0, 1ul << 62, &v)) {
-			atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
-			atomic_store_explicit(&fault_at, (long)v, memory_order_relaxed);
-		} else if (strncmp(e, "sqfull:", 7) == 0 && wft_parse_ulong(e + 7, 0, 1ul << 62, &v)) {
-			atomic_store_explicit(&wft_fault_sqfull_left, (long)v, memory_order_relaxed);
-		} else {
-			fprintf(stderr, "weft: WEFT_FAULT=%s is not alloc:N or sqfull:N\n", e);
-			return EINVAL;
-		}
-	}
 	return 0;
 }
 
@@ -275,6 +259,14 @@ int weft_init(const weft_config_t *cfg)
 	if (rc) {
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return rc;
+	}
+	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
+	if ((e = getenv("WEFT_FAULT")) && strncmp(e, "alloc:", 6) == 0) {
+		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
+		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
+	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
+		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
 	}
 	wft_stats_reset_unsafe();
 	atomic_store_explicit(&wft_rt.nspinning, 0, memory_order_relaxed);

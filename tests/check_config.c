@@ -45,7 +45,7 @@
 
 static const char *const env_names[] = {
 	"WEFT_WORKERS", "WEFT_STACK_SIZE", "WEFT_PIN", "WEFT_FEATURES", "WEFT_SEED",
-	"WEFT_STATS", "WEFT_FAULT", "WEFT_OFFLOAD_THREADS",
+	"WEFT_STATS", "WEFT_OFFLOAD_THREADS",
 };
 enum { NENV = sizeof(env_names) / sizeof(env_names[0]) };
 static char *env_saved[NENV];
@@ -560,8 +560,6 @@ START_TEST(env_bad_values)
 		{ "WEFT_PIN", "yes" },
 		{ "WEFT_PIN", "2" },
 		{ "WEFT_STATS", "on" },
-		{ "WEFT_FAULT", "alloc:x" },
-		{ "WEFT_FAULT", "nonsense" },
 		{ "WEFT_OFFLOAD_THREADS", "4x" },
 		{ "WEFT_OFFLOAD_THREADS", "0" },
 		{ "WEFT_FEATURES", "NO_SUCH_SWITCH" },
