@@ -4,8 +4,9 @@
 # SVGs (in the source tree) and skips with a message when dot is missing.
 docs_pictures = docs/sched-loop.dot docs/wake-path.dot
 
-EXTRA_DIST += docs/design.md docs/tuning.md docs/seeds.md docs/stacks.md \
+EXTRA_DIST += docs/design.md docs/tuning.md docs/seeds.md \
 	$(docs_pictures) $(docs_pictures:.dot=.svg)
+EXTRA_DIST += docs/stacks.md
 
 docs:
 	@if ! command -v dot >/dev/null 2>&1; then \
