@@ -663,32 +663,29 @@ unsigned wft_stack_cache_keep(void)
  * on a VM where a page fault costs ~10 us), more than the whole spawn and
  * join. With huge pages it is one fault per 2 MiB (6,500 TCBs). The first
  * slabs stay on malloc so that a small program does not pay a 2 MiB page
- * for its first spawn. Regions are never freed one by one (TCB memory is
- * type-stable until shutdown).
+ * for its first spawn. Regions are never unmapped: TCB memory stays
+ * type-stable for the life of the process, and a bulk slab a runtime
+ * leaves at shutdown serves the next runtime (thread.c bulk_slab).
  */
 #define BULK_REGION ((size_t)2 << 20)
 
-struct bulk_region {              /* the region's own first line */
-	struct bulk_region *next;
-	size_t len;
-};
-
 static pthread_mutex_t bulk_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bulk_region *bulk_regions;   /* bulk_lock */
 static char *bulk_cur, *bulk_end;          /* bulk_lock */
 
-/* A fresh region of at least size bytes, 2 MiB-aligned, or NULL. */
-static struct bulk_region *bulk_map(size_t size)
+/* Make a fresh region of at least size bytes, 2 MiB-aligned, the current
+ * one (what was left of the last one is abandoned: less than a slab).
+ * false if none can be mapped. bulk_lock held. */
+static bool bulk_map(size_t size)
 {
-	size_t len = (size + WFT_CACHELINE + BULK_REGION - 1) & ~(BULK_REGION - 1);
+	size_t len = (size + BULK_REGION - 1) & ~(BULK_REGION - 1);
 	char *p, *a;
 
 	if (wft_fault_alloc())
-		return NULL;
+		return false;
 	p = mmap(NULL, len + BULK_REGION, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
-		return NULL;
+		return false;
 	a = (char *)(((uintptr_t)p + BULK_REGION - 1) & ~(uintptr_t)(BULK_REGION - 1));
 	if (a > p)
 		munmap(p, (size_t)(a - p));
@@ -697,10 +694,9 @@ static struct bulk_region *bulk_map(size_t size)
 #ifdef MADV_HUGEPAGE
 	madvise(a, len, MADV_HUGEPAGE);   /* a hint: without THP, 4 KiB pages */
 #endif
-	bulk_cur = a + WFT_CACHELINE;
+	bulk_cur = a;
 	bulk_end = a + len;
-	((struct bulk_region *)a)->len = len;
-	return (struct bulk_region *)a;
+	return true;
 }
 
 void *wft_bulk_alloc(size_t size)
@@ -709,30 +705,11 @@ void *wft_bulk_alloc(size_t size)
 
 	size = (size + WFT_CACHELINE - 1) & ~(size_t)(WFT_CACHELINE - 1);
 	pthread_mutex_lock(&bulk_lock);
-	if ((size_t)(bulk_end - bulk_cur) < size) {
-		struct bulk_region *r = bulk_map(size);
-
-		if (!r)
-			goto out;
-		r->next = bulk_regions;
-		bulk_regions = r;
-	}
+	if ((size_t)(bulk_end - bulk_cur) < size && !bulk_map(size))
+		goto out;
 	p = bulk_cur;
 	bulk_cur += size;
 out:
 	pthread_mutex_unlock(&bulk_lock);
 	return p;
-}
-
-void wft_bulk_free_all(void)
-{
-	pthread_mutex_lock(&bulk_lock);
-	while (bulk_regions) {
-		struct bulk_region *r = bulk_regions;
-
-		bulk_regions = r->next;
-		munmap(r, r->len);
-	}
-	bulk_cur = bulk_end = NULL;
-	pthread_mutex_unlock(&bulk_lock);
 }

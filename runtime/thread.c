@@ -132,6 +132,7 @@ static AO_double_t tcb_free __attribute__((aligned(16)));  /* {top, version} */
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tcb_slab *slabs;   /* slab_lock */
 static _Atomic unsigned nslabs;  /* slabs made since init */
+static struct tcb_slab *bulk_spare;   /* slab_lock: bulk slabs of past runtimes */
 
 static void global_push(struct weft_thread *first, struct weft_thread *last)
 {
@@ -179,6 +180,25 @@ static struct weft_thread *global_pop(void)
 	return t;
 }
 
+/* A bulk slab, zeroed: one a past runtime left (bulk memory is never
+ * unmapped: runtime/stack.c "Bulk memory"), else new bulk memory. NULL
+ * if none. */
+static struct tcb_slab *bulk_slab(void)
+{
+	struct tcb_slab *s;
+
+	pthread_mutex_lock(&slab_lock);
+	s = bulk_spare;
+	if (s)
+		bulk_spare = s->next;
+	pthread_mutex_unlock(&slab_lock);
+	if (s)
+		memset(s, 0, sizeof(*s));
+	else
+		s = wft_bulk_alloc(sizeof(*s));   /* zeroed by the kernel */
+	return s;
+}
+
 static int slab_grow(void)
 {
 	struct tcb_slab *s;
@@ -189,8 +209,8 @@ static int slab_grow(void)
 	 * touches (see struct weft_thread) */
 	/* relaxed: a count that only picks the allocator */
 	if (atomic_fetch_add_explicit(&nslabs, 1, memory_order_relaxed) >= TCB_SLABS_SMALL &&
-	    (s = wft_bulk_alloc(sizeof(*s))) != NULL) {
-		s->bulk = true;   /* zeroed by the kernel */
+	    (s = bulk_slab()) != NULL) {
+		s->bulk = true;
 	} else {
 		if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
 			return ENOMEM;
@@ -302,10 +322,13 @@ void wft_tcb_pool_fini_unsafe(void)
 		slabs = s->next;
 		for (unsigned i = 0; i < TCB_SLAB; i++)
 			wft_san_fiber_destroy(s->tcbs[i].san_fiber);
-		if (!s->bulk)
+		if (s->bulk) {
+			s->next = bulk_spare;
+			bulk_spare = s;
+		} else {
 			free(s);
+		}
 	}
-	wft_bulk_free_all();
 	atomic_store_explicit(&nslabs, 0, memory_order_relaxed);   /* no worker runs */
 	tcb_free.AO_val1 = 0;
 	tcb_free.AO_val2 = 0;

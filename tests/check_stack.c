@@ -195,6 +195,32 @@ START_TEST(many_parked_guarded)
 }
 END_TEST
 
+/* More live TCBs than the malloc'd slabs hold (2,048), so that the rest
+ * come from huge-page bulk memory (stack.c "Bulk memory"), three runtimes
+ * in a row: a later runtime reuses the slabs the earlier one left, zeroed
+ * again, and every thread returns its own argument. */
+START_TEST(tcb_bulk_reuse)
+{
+	enum { N = 6000 };
+	weft_thread_t *ts = calloc(N, sizeof(*ts));
+
+	ck_assert_ptr_nonnull(ts);
+	for (int round = 0; round < 3; round++) {
+		wt_init_workers(2);
+		for (long i = 0; i < N; i++)
+			ck_assert_int_eq(weft_spawn(&ts[i], ret_arg, (void *)(i + 1), NULL), 0);
+		for (long i = 0; i < N; i++) {
+			void *r = NULL;
+
+			ck_assert_int_eq(weft_join(ts[i], &r), 0);
+			ck_assert_ptr_eq(r, (void *)(i + 1));
+		}
+		wt_shutdown();
+	}
+	free(ts);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* wait: a thread that cannot get a stack does not slow the others */
 
@@ -529,6 +555,7 @@ int main(void)
 
 	tc = wt_tcase(s, "many", 60);
 	tcase_add_test(tc, many_parked_guarded);
+	tcase_add_test(tc, tcb_bulk_reuse);
 
 	tc = wt_tcase(s, "wait", 30);
 	tcase_add_test(tc, wait_does_not_slow_others);
