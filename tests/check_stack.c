@@ -239,7 +239,6 @@ static void limit_as(struct rlimit *old)
 	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
 	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
 }
-#endif
 
 enum { WAIT_YIELDS = 2000 };
 static _Atomic int wait_started, wait_go;
@@ -267,6 +266,7 @@ static void *wait_yielder(void *arg)
 		weft_yield();
 	return NULL;
 }
+#endif
 
 /* One worker runs two yielders and two threads whose 8 MiB stacks cannot
  * be mapped (RLIMIT_AS). A yield that finds a stackless thread next goes
