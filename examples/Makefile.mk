@@ -22,3 +22,8 @@ noinst_PROGRAMS += examples/sync-micro
 examples_sync_micro_SOURCES = examples/sync-micro.c examples/bench.h examples/bench_weft.h
 examples_sync_micro_CFLAGS = $(EX_CFLAGS)
 examples_sync_micro_LDADD = $(EX_LDADD)
+
+noinst_PROGRAMS += examples/million
+examples_million_SOURCES = examples/million.c examples/bench.h examples/bench_weft.h
+examples_million_CFLAGS = $(EX_CFLAGS)
+examples_million_LDADD = $(EX_LDADD)

@@ -19,7 +19,8 @@
  * Configuration: weft_init() with a weft_config_t, or the environment:
  *   WEFT_WORKERS=N     worker count (default: CPUs in the process affinity mask)
  *   WEFT_PIN=0|1       pin worker i to the i-th CPU of the affinity mask
- *   WEFT_STACK_SIZE=N  default stack size in bytes (suffix k/m allowed)
+ *   WEFT_STACK_SIZE=N  default stack size in bytes (suffix k, m or g allowed),
+ *                      WEFT_STACK_MIN..WEFT_STACK_MAX
  *   WEFT_FEATURES=...  comma-separated feature switches, NO_ prefix disables
  *                      (MAILBOX, STEAL, NEXT_SLOT, ...; see runtime/features.def)
  *   WEFT_STATS=1       print the scheduler counters at exit
@@ -27,6 +28,11 @@
  *                      RANDOMIZE switch); decimal or 0x hex. RANDOMIZE
  *                      without it draws a seed and prints it to stderr.
  *                      Not a number: EINVAL
+ *   WEFT_OFFLOAD_THREADS=N  most offload helper threads (weft/io.h), 1..1024
+ * Every numeric variable is parsed strictly: decimal digits only (and the
+ * size suffix), in range, no overflow; anything else (WEFT_WORKERS=2abc,
+ * WEFT_PIN=yes, WEFT_STACK_SIZE=17592186044417m) makes weft_init return
+ * EINVAL with a message on stderr naming the variable.
  * Environment variables override weft_config_t fields. For the feature
  * switches the override is per switch: WEFT_FEATURES applies on top of
  * weft_config_t.features, so a switch it does not name keeps the config's
@@ -47,6 +53,10 @@ WEFT_EXTERN_C_BEGIN
 
 /* Smallest stack a thread may ask for. */
 #define WEFT_STACK_MIN (16 * 1024)
+/* Largest stack a thread may ask for (attr, config, WEFT_STACK_SIZE): 1 TiB.
+ * Larger sizes are EINVAL (a size near SIZE_MAX would wrap when rounded up
+ * to pages, and nothing that large can be mapped). */
+#define WEFT_STACK_MAX ((size_t)1 << 40)
 /* Default stack size (WEFT_STACK_SIZE overrides). */
 #define WEFT_STACK_DEFAULT (256 * 1024)
 /* Most workers a runtime can have. */
@@ -54,7 +64,7 @@ WEFT_EXTERN_C_BEGIN
 
 typedef struct weft_config {
 	int workers;          /* 0 = CPUs in the affinity mask */
-	size_t stack_size;    /* 0 = WEFT_STACK_DEFAULT */
+	size_t stack_size;    /* 0 = WEFT_STACK_DEFAULT; else WEFT_STACK_MIN..WEFT_STACK_MAX */
 	int pin;              /* 1 = pin each worker to one CPU; 0 = don't (default) */
 	const char *features; /* like WEFT_FEATURES; NULL = defaults */
 	void *reserved[8];    /* must be zero */
@@ -63,8 +73,10 @@ typedef struct weft_config {
 #define WEFT_CONFIG_INITIALIZER { 0, 0, 0, NULL, { 0 } }
 
 /* Start the runtime: create the workers. cfg may be NULL for defaults.
- * Returns 0, EBUSY (already running), EINVAL (bad config or unknown
- * WEFT_FEATURES name; a message goes to stderr), EAGAIN (no memory or threads).
+ * Returns 0, EBUSY (already running), EINVAL (bad config: workers out of
+ * range, stack_size outside WEFT_STACK_MIN..WEFT_STACK_MAX, a non-zero
+ * reserved field; or a bad environment variable or unknown WEFT_FEATURES
+ * name, with a message on stderr), EAGAIN (no memory or threads).
  * Context: OS thread. */
 WEFT_API int weft_init(const weft_config_t *cfg);
 

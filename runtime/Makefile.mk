@@ -2,6 +2,7 @@
 libweft_la_SOURCES += \
 	runtime/context.c \
 	runtime/drain.c \
+	runtime/env.c \
 	runtime/features.c \
 	runtime/futex.c \
 	runtime/idle.c \
@@ -35,6 +36,8 @@ noinst_HEADERS += \
 	runtime/context_x86_64.h \
 	runtime/context_aarch64.h \
 	runtime/context_ucontext.h \
+	runtime/env.h \
+	runtime/stack.h \
 	runtime/list.h \
 	runtime/sanitizer.h \
 	runtime/runq.h \

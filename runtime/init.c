@@ -15,6 +15,7 @@
 #include "runtime/wft.h"
 #include "runtime/topology.h"
 #include "runtime/sanitizer.h"
+#include "runtime/env.h"
 
 #ifdef HAVE_VALGRIND_VALGRIND_H
 int wft_vg_running;
@@ -85,18 +86,6 @@ bool wft_fault_sqfull_take(void)
 void *wft_malloc(size_t n)
 {
 	return wft_fault_alloc() ? NULL : malloc(n);
-}
-
-static size_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	if (*end == 'k' || *end == 'K')
-		v <<= 10;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20;
-	return (size_t)v;
 }
 
 static int affinity_cpus(int *cpus, int max)
@@ -176,6 +165,36 @@ static void print_stats_at_exit(void)
 	weft_stats_print(stderr);
 }
 
+/*
+ * The numeric environment variables, parsed strictly (runtime/env.c): a
+ * value that is not a number in range is EINVAL with a message, never
+ * read as its prefix or wrapped. Sets wft_rt's workers, stack size and
+ * pin, and env_stats (WEFT_FAULT, a test knob, is read in weft_init).
+ * Context: weft_init, under init_lock.
+ */
+static bool env_stats;   /* WEFT_STATS set and not 0; under init_lock */
+
+static int read_env(void)
+{
+	unsigned long n = (unsigned long)wft_rt.nworkers, pin = (unsigned long)wft_rt.pin;
+	unsigned long st = 0, off = 1;
+	size_t ss = wft_rt.stack_size;
+	int rc;
+
+	if ((rc = wft_env_ulong("WEFT_WORKERS", 1, WEFT_WORKERS_MAX, &n)) ||
+	    (rc = wft_env_size("WEFT_STACK_SIZE", WEFT_STACK_MIN, WFT_STACK_MAX, &ss)) ||
+	    (rc = wft_env_ulong("WEFT_PIN", 0, 1, &pin)) ||
+	    (rc = wft_env_ulong("WEFT_STATS", 0, 1, &st)) ||
+	    /* read by runtime/offload.c when it starts; its range there */
+	    (rc = wft_env_ulong("WEFT_OFFLOAD_THREADS", 1, 1024, &off)))
+		return rc;
+	wft_rt.nworkers = (int)n;
+	wft_rt.stack_size = ss;
+	wft_rt.pin = pin != 0;
+	env_stats = st != 0;
+	return 0;
+}
+
 int weft_init(const weft_config_t *cfg)
 {
 	static const weft_config_t def = WEFT_CONFIG_INITIALIZER;
@@ -187,8 +206,11 @@ int weft_init(const weft_config_t *cfg)
 		cfg = &def;
 	if (cfg->workers < 0 || cfg->workers > WEFT_WORKERS_MAX)
 		return EINVAL;
-	if (cfg->stack_size && cfg->stack_size < WEFT_STACK_MIN)
+	if (cfg->stack_size && (cfg->stack_size < WEFT_STACK_MIN || cfg->stack_size > WFT_STACK_MAX))
 		return EINVAL;
+	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++)
+		if (cfg->reserved[i])
+			return EINVAL;
 	if (wft_thread_self())
 		return EBUSY;
 	pthread_mutex_lock(&wft_rt.init_lock);
@@ -219,30 +241,14 @@ int weft_init(const weft_config_t *cfg)
 	wft_rt.nworkers = cfg->workers ? cfg->workers : ncpu;
 	wft_rt.stack_size = cfg->stack_size ? cfg->stack_size : WEFT_STACK_DEFAULT;
 	wft_rt.pin = cfg->pin;
-	if ((e = getenv("WEFT_WORKERS")) && *e) {
-		int n = atoi(e);
-
-		if (n < 1 || n > WEFT_WORKERS_MAX) {
-			fprintf(stderr, "weft: WEFT_WORKERS=%s out of range 1..%d\n", e, WEFT_WORKERS_MAX);
-			pthread_mutex_unlock(&wft_rt.init_lock);
-			return EINVAL;
-		}
-		wft_rt.nworkers = n;
+	rc = read_env();
+	if (rc) {
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return rc;
 	}
-	if ((e = getenv("WEFT_STACK_SIZE")) && *e) {
-		size_t s = parse_size(e);
-
-		if (s < WEFT_STACK_MIN) {
-			fprintf(stderr, "weft: WEFT_STACK_SIZE=%s below %d\n", e, WEFT_STACK_MIN);
-			pthread_mutex_unlock(&wft_rt.init_lock);
-			return EINVAL;
-		}
-		wft_rt.stack_size = s;
-	}
-	/* page-rounded once here, so a spawn with the default size need not */
+	/* page-rounded once here, so a spawn with the default size need not
+	 * (no wrap: the size is at most WFT_STACK_MAX) */
 	wft_rt.stack_size = (wft_rt.stack_size + wft_page_size() - 1) & ~(wft_page_size() - 1);
-	if ((e = getenv("WEFT_PIN")) && *e)
-		wft_rt.pin = atoi(e) != 0;
 	if (wft_rt.pin)
 		for (int i = ncpu; i < wft_rt.nworkers; i++)
 			wft_rt.cpus[i] = wft_rt.cpus[i % ncpu];
@@ -262,7 +268,6 @@ int weft_init(const weft_config_t *cfg)
 	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
 		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
 	}
-
 	wft_stats_reset_unsafe();
 	atomic_store_explicit(&wft_rt.nspinning, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.nidle, 0, memory_order_relaxed);
@@ -288,7 +293,7 @@ int weft_init(const weft_config_t *cfg)
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return rc;
 	}
-	if ((e = getenv("WEFT_STATS")) && atoi(e) &&
+	if (env_stats &&
 	    !atomic_exchange_explicit(&stats_atexit, 1, memory_order_relaxed))
 		atexit(print_stats_at_exit);
 	/* release: publishes the workers array and config to weft_spawn callers

@@ -73,6 +73,7 @@
  *     hot path (every job costs two thread wakeups anyway).
  */
 #include "runtime/wft.h"
+#include "runtime/env.h"
 #include "runtime/uring.h"
 
 #include <poll.h>
@@ -466,10 +467,11 @@ void wft_offload_ref(void)
 		pool.stop = false;
 		max_env = 0;
 		if ((e = getenv("WEFT_OFFLOAD_THREADS")) && *e) {
-			int n = atoi(e);
+			unsigned long n;
 
-			if (n >= 1 && n <= OFFLOAD_LIMIT)
-				max_env = n;
+			/* strict (runtime/env.c); weft_init refused a bad value */
+			if (wft_parse_ulong(e, 1, OFFLOAD_LIMIT, &n))
+				max_env = (int)n;
 			else
 				fprintf(stderr, "weft: WEFT_OFFLOAD_THREADS=%s out of range 1..%d, using %d\n",
 					e, OFFLOAD_LIMIT, OFFLOAD_DEFAULT_MAX);

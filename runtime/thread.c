@@ -83,6 +83,8 @@
  * does not link GPL code.)
  */
 #include "runtime/wft.h"
+#include "runtime/env.h"
+#include "runtime/stack.h"
 #include "runtime/sanitizer.h"
 
 #include <atomic_ops.h>
@@ -118,12 +120,19 @@ _Static_assert(offsetof(struct weft_thread, state) >= 64 && offsetof(struct weft
 
 struct tcb_slab {
 	struct tcb_slab *next;
+	bool bulk;                /* from wft_bulk_alloc: not free()d */
 	struct weft_thread tcbs[TCB_SLAB];
 };
+
+/* Slabs from malloc before the rest come from huge-page regions
+ * (runtime/stack.c "Bulk memory"): 2,048 TCBs. */
+#define TCB_SLABS_SMALL 8
 
 static AO_double_t tcb_free __attribute__((aligned(16)));  /* {top, version} */
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tcb_slab *slabs;   /* slab_lock */
+static _Atomic unsigned nslabs;  /* slabs made since init */
+static struct tcb_slab *bulk_spare;   /* slab_lock: bulk slabs of past runtimes */
 
 static void global_push(struct weft_thread *first, struct weft_thread *last)
 {
@@ -171,6 +180,25 @@ static struct weft_thread *global_pop(void)
 	return t;
 }
 
+/* A bulk slab, zeroed: one a past runtime left (bulk memory is never
+ * unmapped: runtime/stack.c "Bulk memory"), else new bulk memory. NULL
+ * if none. */
+static struct tcb_slab *bulk_slab(void)
+{
+	struct tcb_slab *s;
+
+	pthread_mutex_lock(&slab_lock);
+	s = bulk_spare;
+	if (s)
+		bulk_spare = s->next;
+	pthread_mutex_unlock(&slab_lock);
+	if (s)
+		memset(s, 0, sizeof(*s));
+	else
+		s = wft_bulk_alloc(sizeof(*s));   /* zeroed by the kernel */
+	return s;
+}
+
 static int slab_grow(void)
 {
 	struct tcb_slab *s;
@@ -179,9 +207,15 @@ static int slab_grow(void)
 		return ENOMEM;
 	/* cache-line aligned: a TCB's first two lines are what a switch
 	 * touches (see struct weft_thread) */
-	if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
-		return ENOMEM;
-	memset(s, 0, sizeof(*s));
+	/* relaxed: a count that only picks the allocator */
+	if (atomic_fetch_add_explicit(&nslabs, 1, memory_order_relaxed) >= TCB_SLABS_SMALL &&
+	    (s = bulk_slab()) != NULL) {
+		s->bulk = true;
+	} else {
+		if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
+			return ENOMEM;
+		memset(s, 0, sizeof(*s));
+	}
 	for (unsigned i = 0; i < TCB_SLAB; i++) {
 		s->tcbs[i].link = i + 1 < TCB_SLAB ? &s->tcbs[i + 1] : NULL;
 		atomic_init(&s->tcbs[i].jstate, WFT_JS(WFT_J_FREE, 0));
@@ -288,8 +322,14 @@ void wft_tcb_pool_fini_unsafe(void)
 		slabs = s->next;
 		for (unsigned i = 0; i < TCB_SLAB; i++)
 			wft_san_fiber_destroy(s->tcbs[i].san_fiber);
-		free(s);
+		if (s->bulk) {
+			s->next = bulk_spare;
+			bulk_spare = s;
+		} else {
+			free(s);
+		}
 	}
+	atomic_store_explicit(&nslabs, 0, memory_order_relaxed);   /* no worker runs */
 	tcb_free.AO_val1 = 0;
 	tcb_free.AO_val2 = 0;
 }
@@ -376,10 +416,14 @@ static inline void spawn_defaults(size_t *ss, int *guard, int *pin, int *detache
 static __attribute__((noinline)) int spawn_check(const weft_attr_t *attr, size_t *ss,
 						 int *guard, int *pin, int *detached)
 {
-	if (attr && attr->stack_size && attr->stack_size < WEFT_STACK_MIN)
-		return EINVAL;
+	if (attr && attr->stack_size &&
+	    (attr->stack_size < WEFT_STACK_MIN || attr->stack_size > WFT_STACK_MAX))
+		return EINVAL;   /* above the max it could wrap when page-rounded */
 	if (attr && attr->guard != 0 && attr->guard != 1)
 		return EINVAL;
+	for (size_t i = 0; attr && i < sizeof(attr->reserved) / sizeof(attr->reserved[0]); i++)
+		if (attr->reserved[i])
+			return EINVAL;
 	/* acquire: pairs with the release store of RUNNING in weft_init */
 	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
 		int rc = weft_init(NULL);

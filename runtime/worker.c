@@ -879,6 +879,7 @@ static void *worker_main(void *arg)
 {
 	struct wft_worker *w = arg;
 	char name[16];
+	uint32_t stackless = 0;   /* picks in a row that found no stack (below) */
 
 	wft_tls_worker = w;
 	wft_drain_worker_start(w);
@@ -934,12 +935,21 @@ static void *worker_main(void *arg)
 		if (t) {
 			wft_idle_found_work(w);
 			if (prepare(w, t)) {
+				stackless = 0;
 				switch_to(w, NULL, &w->sched_ctx, t);
-			} else {
-				/* out of memory for stacks: back off 1 ms, then retry */
+			} else if (++stackless > wft_runq_size(w)) {
+				/* Out of memory for stacks, and a whole round of
+				 * the queue found no thread that could run: back
+				 * off 1 ms, then retry. A thread that cannot get a
+				 * stack went to the queue's tail, so the threads
+				 * that have theirs run first; before, every pick
+				 * of a stackless thread slept 1 ms, and the others
+				 * ran at one per millisecond (test
+				 * stack/wait_does_not_slow_others). */
 				uint32_t zero = 0;
 				_Atomic uint32_t dummy = 0;
 
+				stackless = 0;
 				wft_futex_wait(&dummy, zero, wft_now() + 1000000);
 			}
 			continue;

@@ -21,6 +21,7 @@ core_tests = \
 	tests/check_timer \
 	tests/check_os_thread \
 	tests/check_config \
+	tests/check_stack \
 	tests/check_wake \
 	tests/stress_wake
 
@@ -45,6 +46,9 @@ tests_check_os_thread_LDADD = $(TEST_LDADD)
 tests_check_config_SOURCES = tests/check_config.c
 tests_check_config_CFLAGS = $(TEST_CFLAGS)
 tests_check_config_LDADD = $(TEST_LDADD)
+tests_check_stack_SOURCES = tests/check_stack.c
+tests_check_stack_CFLAGS = $(TEST_CFLAGS)
+tests_check_stack_LDADD = $(TEST_LDADD)
 tests_check_wake_SOURCES = tests/check_wake.c
 tests_check_wake_CFLAGS = $(TEST_CFLAGS)
 tests_check_wake_LDADD = $(TEST_LDADD)

@@ -8,8 +8,9 @@
  *              environment overrides weft_config_t fields (include/weft.h).
  *   errors     out-of-range environment values fail weft_init with EINVAL
  *              and leave the runtime stopped and startable.
- *   guard      a default thread has a PROT_NONE page directly below its
- *              usable stack (runtime/stack.c "Layout"); attr.guard = 0 has
+ *   guard      a default thread has a guard page (a guard marker, or a
+ *              PROT_NONE mapping) directly below its usable stack
+ *              (runtime/stack.c "Layout", "Chunks"); attr.guard = 0 has
  *              none.
  *   mailbox    remote wakes of separate pushes run in wake order
  *              (runtime/mailbox.c "Take").
@@ -35,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +45,7 @@
 
 static const char *const env_names[] = {
 	"WEFT_WORKERS", "WEFT_STACK_SIZE", "WEFT_PIN", "WEFT_FEATURES", "WEFT_SEED",
+	"WEFT_STATS", "WEFT_OFFLOAD_THREADS",
 };
 enum { NENV = sizeof(env_names) / sizeof(env_names[0]) };
 static char *env_saved[NENV];
@@ -270,10 +273,53 @@ START_TEST(env_workers_default)
 }
 END_TEST
 
-/* Stack probe: how much stack lies below the probe's frame (the mapping
- * that holds the frame starts at the usable stack's bottom: with a guard
- * page below it cannot have merged downwards), and, if asked, use n bytes
- * of it, touching every page. */
+/* Can this process read the byte at a? (process_vm_readv on itself:
+ * EFAULT for a PROT_NONE page, an unmapped one or a guard marker,
+ * without a signal; a readable page not yet touched maps the zero page.) */
+static bool readable(uintptr_t a)
+{
+	char b;
+	struct iovec l = { &b, 1 }, r = { (void *)a, 1 };
+
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1;
+}
+
+/* Walk down from the page holding fp, at most limit bytes, while the
+ * pages are readable and within the mapping m that holds fp. Returns the
+ * lowest readable address reached (*how: 1 a guard stopped the walk: an
+ * unreadable page inside m, a guard marker (runtime/stack.c "Chunks"),
+ * or a one-page ---p mapping directly below m (a stack with a mapping of
+ * its own); 2 a wider ---p mapping below m; 0 none: the limit, or m's
+ * bottom with anything else below). */
+static uintptr_t walk_down(uintptr_t fp, const struct vma *m, const struct vma *below,
+			   size_t limit, int *how)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = fp & ~(uintptr_t)(page - 1);
+
+	for (;;) {
+		if (fp - a >= limit) {
+			*how = 0;
+			return a;
+		}
+		if (a == m->lo) {
+			if (below->hi == m->lo && strncmp(below->perms, "---p", 4) == 0)
+				*how = below->hi - below->lo == page ? 1 : 2;
+			else
+				*how = 0;
+			return a;
+		}
+		if (!readable(a - page)) {
+			*how = 1;
+			return a;
+		}
+		a -= page;
+	}
+}
+
+/* Stack probe: how much stack lies below the probe's frame (down to the
+ * guard page below the usable stack: walk_down), and, if asked, use n
+ * bytes of it, touching every page. */
 struct stack_probe {
 	size_t touch;     /* bytes to alloca and touch; 0 = none */
 	size_t depth;     /* out: frame address - bottom of its mapping */
@@ -297,10 +343,12 @@ static void *stack_probe(void *arg)
 	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
 	struct vma m = { 0, 0, "" }, below = { 0, 0, "" };
 
+	int how;
+
 	WT_CHECK(find_vma(fp, &m, &below) == 0);
 	if (!m.hi)
 		return NULL;
-	p->depth = fp - m.lo;
+	p->depth = fp - walk_down(fp, &m, &below, (size_t)64 << 20, &how);
 	/* a stack too small for the touch would crash the test; record a
 	 * failure instead (the depth check in the test body reports it) */
 	if (p->touch && p->depth >= p->touch + 32 * 1024)
@@ -493,7 +541,27 @@ START_TEST(env_bad_values)
 		{ "WEFT_WORKERS", "0" },
 		{ "WEFT_WORKERS", too_many },
 		{ "WEFT_WORKERS", "many" },
+		{ "WEFT_WORKERS", "2abc" },    /* was read as 2 (atoi) */
+		{ "WEFT_WORKERS", " 2" },
+		{ "WEFT_WORKERS", "+2" },
+		{ "WEFT_WORKERS", "-1" },
+		{ "WEFT_WORKERS", "99999999999999999999" },
 		{ "WEFT_STACK_SIZE", "1k" },   /* below WEFT_STACK_MIN */
+		/* 2^64 + 1 MiB: wrapped to 1 MiB (unchecked shift) */
+		{ "WEFT_STACK_SIZE", "17592186044417m" },
+		/* past 2^64: strtoull's ERANGE was ignored (SIZE_MAX, which
+		 * the page rounding wrapped to 0) */
+		{ "WEFT_STACK_SIZE", "99999999999999999999" },
+		{ "WEFT_STACK_SIZE", "1125899906842624" },   /* 1 PiB > max */
+		{ "WEFT_STACK_SIZE", "64kb" },
+		{ "WEFT_STACK_SIZE", "64 k" },
+		{ "WEFT_STACK_SIZE", "-64k" },
+		{ "WEFT_STACK_SIZE", "k" },
+		{ "WEFT_PIN", "yes" },
+		{ "WEFT_PIN", "2" },
+		{ "WEFT_STATS", "on" },
+		{ "WEFT_OFFLOAD_THREADS", "4x" },
+		{ "WEFT_OFFLOAD_THREADS", "0" },
 		{ "WEFT_FEATURES", "NO_SUCH_SWITCH" },
 		{ "WEFT_SEED", "abc" },
 		{ "WEFT_SEED", "12x" },
@@ -531,29 +599,32 @@ static void *guard_probe(void *arg)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct vma m = { 0, 0, "" }, below = { 0, 0, "" };
 	int *res = arg;
+	size_t size = (size_t)*res;
 
 	*res = -1;
 	WT_CHECK(find_vma(fp, &m, &below) == 0);
 	if (!m.hi)
 		return NULL;
 	WT_CHECK(strncmp(m.perms, "rw", 2) == 0);
-	/* With a guard: a ---p mapping ends where the stack begins. It is
-	 * one page, unless the kernel merged it with an unrelated PROT_NONE
-	 * mapping below, so only "at least one" is asserted.
-	 * Without: no one-page ---p mapping there. (Not "no ---p at all":
-	 * a malloc arena's PROT_NONE reserve could sit there by chance, but
-	 * never as exactly one page.) */
-	if (below.hi == m.lo && strncmp(below.perms, "---p", 4) == 0)
-		*res = below.hi - below.lo == page ? 1 : 2;
-	else
-		*res = 0;
+	/* With a guard: the walk down from the frame stops at a guard
+	 * within the stack's size (a guard marker inside the chunk's
+	 * mapping, or a ---p mapping ending where the stack begins: one
+	 * page, unless the kernel merged it with an unrelated PROT_NONE
+	 * mapping below, so only "at least one" is asserted).
+	 * Without: no guard within the stack's size plus two pages: the walk
+	 * goes on into the slot below, or reaches the chunk's bottom with no
+	 * one-page ---p mapping there. (Not "no ---p at all": a malloc
+	 * arena's PROT_NONE reserve could sit there by chance, but never as
+	 * exactly one page.) */
+	walk_down(fp, &m, &below, size + 2 * page, res);
 	return NULL;
 }
 
 static int guard_of(const weft_attr_t *a)
 {
 	weft_thread_t t;
-	int res = -1;
+	/* in: the stack size (the walk's limit); out: the result */
+	int res = a && a->stack_size ? (int)a->stack_size : WEFT_STACK_DEFAULT;
 
 	ck_assert_int_eq(weft_spawn(&t, guard_probe, &res, a), 0);
 	ck_assert_int_eq(weft_join(t, NULL), 0);
@@ -568,12 +639,12 @@ START_TEST(guard_default)
 
 	wt_init_workers(1);
 	r = guard_of(NULL);
-	ck_assert_msg(r == 1 || r == 2, "no PROT_NONE page below a default stack (%d)", r);
+	ck_assert_msg(r == 1 || r == 2, "no guard page below a default stack (%d)", r);
 	weft_attr_init(&a);
 	ck_assert_int_eq(a.guard, 1);
 	a.stack_size = 64 * 1024;
 	r = guard_of(&a);
-	ck_assert_msg(r == 1 || r == 2, "no PROT_NONE page below a 64 KiB stack (%d)", r);
+	ck_assert_msg(r == 1 || r == 2, "no guard page below a 64 KiB stack (%d)", r);
 	wt_shutdown();
 }
 END_TEST

@@ -25,7 +25,8 @@ typedef void *(*weft_fn_t)(void *arg);
 /* Thread attributes. Initialise with weft_attr_init() (or WEFT_ATTR_INITIALIZER)
  * and set fields directly; the struct layout is part of the ABI. */
 typedef struct weft_attr {
-	size_t stack_size;   /* bytes; 0 = the runtime default (config / WEFT_STACK_SIZE) */
+	size_t stack_size;   /* bytes; 0 = the runtime default (config / WEFT_STACK_SIZE);
+			      * else WEFT_STACK_MIN..WEFT_STACK_MAX (weft.h) */
 	int guard;           /* 1 = a PROT_NONE guard page below the stack (default), 0 = none */
 	int worker;          /* pin to this worker index; -1 = not pinned (default) */
 	int detached;        /* 1 = start detached (cannot be joined) */
@@ -40,13 +41,21 @@ WEFT_API int weft_attr_init(weft_attr_t *attr);
 
 /* Create a light thread running fn(arg). attr may be NULL for defaults. If the
  * runtime is not running it is started with the default configuration.
- * The stack is allocated lazily, when the thread first runs; if that mapping
- * fails (vm.max_map_count, RLIMIT_AS, no memory), the thread waits on its
- * worker's queue and is retried until a stack can be had, and until then
- * further spawns that need a new stack fail with EAGAIN.
+ * The stack is allocated lazily, when the thread first runs, as a slot of a
+ * shared mapping whose guard page is a guard marker (Linux 6.13; older
+ * kernels give each guarded stack a mapping of its own: two of
+ * vm.max_map_count each). If no stack can be had (RLIMIT_AS, no memory),
+ * the thread waits on its worker's queue and is retried until one can,
+ * without slowing the threads that have theirs, and until then further
+ * spawns that need a new stack fail with EAGAIN. With guard = 0 a stack
+ * overflow silently overwrites the stack below (another thread's); a
+ * debug build (--enable-debug) keeps a canary at the stack's bottom and
+ * aborts, naming the thread, when the stack leaves a thread that
+ * overwrote it.
  * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL,
- * bad attribute such as an out-of-range worker or a stack size below
- * WEFT_STACK_MIN), EAGAIN (no memory for the thread, or stacks cannot be
+ * bad attribute: an out-of-range worker, a stack size outside
+ * WEFT_STACK_MIN..WEFT_STACK_MAX, guard not 0 or 1, a non-zero reserved
+ * field), EAGAIN (no memory for the thread, or stacks cannot be
  * mapped at the moment), or the error of the implicit weft_init().
  * Context: any. */
 WEFT_API int weft_spawn(weft_thread_t *t, weft_fn_t fn, void *arg, const weft_attr_t *attr);
@@ -112,6 +121,21 @@ WEFT_API int weft_sleep_ns(uint64_t ns);
 /* Sleep until the absolute CLOCK_MONOTONIC time deadline (unparks as for
  * weft_sleep_ns). Returns 0. Context: any. */
 WEFT_API int weft_sleep_until(weft_time_t deadline);
+
+/* --- Thread-local storage: __thread belongs to the worker ---
+ * C's thread-local storage (__thread, thread_local, and the TLS of every
+ * library, errno included) belongs to the OS thread, and light threads run
+ * on workers, which are OS threads. So a __thread variable is shared by
+ * every light thread that runs on the same worker, and a light thread that
+ * migrates between two accesses sees another worker's copy. The rule: keep
+ * per-light-thread state in weft keys (below), whose values follow the
+ * light thread; read errno right after the call that set it (or use
+ * weft_errno(), weft/io.h); never keep the address of a __thread variable
+ * (or cache &errno) across a weft call that may switch. weft does not
+ * switch TLS blocks with the light thread: the block is also glibc's
+ * thread descriptor (owner ids of locks, malloc's per-thread cache, the
+ * stack protector canary), so the switch path costs nothing for it.
+ * docs/stacks.md explains the choice. */
 
 /* --- Thread-specific data --- */
 

@@ -1,0 +1,570 @@
+/*
+ * tests/check_stack.c - suite "stack": stack sizes at the edges, stacks
+ * for a million live threads, and what a light thread sees in __thread
+ * variables (docs/stacks.md).
+ *
+ *   sizes    sizes near SIZE_MAX or past WFT_STACK_MAX (1 TiB) in attr
+ *            and config are EINVAL (they wrapped to a one-page stack when
+ *            page-rounded), non-zero reserved fields are EINVAL, and the
+ *            runtime stays usable after each refusal.
+ *   many     far more threads parked at once than vm.max_map_count would
+ *            allow with one mapping per stack: every one runs, and each
+ *            holds its own stack (stack.c "Chunks").
+ *   wait     threads waiting for a stack do not slow the threads that
+ *            have one (worker.c: no sleep per pick of a stackless thread).
+ *   tls      __thread belongs to the worker; weft_key follows the thread
+ *            (include/weft/thread.h "Thread-local storage").
+ *   canary   in a debug build, an overflow of a guard = 0 stack is
+ *            reported by name when the stack is released (stack.c
+ *            "Canary").
+ */
+#define _GNU_SOURCE
+#include "config.h"
+#include "tests/harness.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *ret_arg(void *arg)
+{
+	return arg;
+}
+
+/* A default spawn and join still work: the runtime is healthy. */
+static void assert_healthy(void)
+{
+	weft_thread_t t;
+	void *r = NULL;
+
+	ck_assert_int_eq(weft_spawn(&t, ret_arg, (void *)7, NULL), 0);
+	ck_assert_int_eq(weft_join(t, &r), 0);
+	ck_assert_ptr_eq(r, (void *)7);
+}
+
+/* ---------------------------------------------------------------------- */
+/* sizes */
+
+static const size_t bad_sizes[] = {
+	SIZE_MAX,                 /* wrapped to 0 when page-rounded */
+	SIZE_MAX - 4096,          /* wrapped to one page or so */
+	SIZE_MAX / 2 + 1,
+	(size_t)1 << 50,          /* 1 PiB: never mappable; spawn returned 0 and
+				   * the thread never ran */
+	((size_t)1 << 40) + 1,    /* just past WFT_STACK_MAX */
+};
+
+START_TEST(attr_size_near_max)
+{
+	weft_attr_t a;
+	weft_thread_t t;
+
+	wt_init_workers(2);
+	for (unsigned i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+		weft_attr_init(&a);
+		a.stack_size = bad_sizes[i];
+		t = NULL;
+		ck_assert_msg(weft_spawn(&t, ret_arg, NULL, &a) == EINVAL,
+			      "stack_size %zu accepted", bad_sizes[i]);
+		ck_assert_ptr_null(t);
+		assert_healthy();
+	}
+	/* a big size within the bound is still accepted (lazily mapped,
+	 * MAP_NORESERVE: only the touched pages cost memory) */
+	weft_attr_init(&a);
+	a.stack_size = (size_t)1 << 30;
+	ck_assert_int_eq(weft_spawn(&t, ret_arg, NULL, &a), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	assert_healthy();
+	wt_shutdown();
+}
+END_TEST
+
+START_TEST(attr_reserved_nonzero)
+{
+	weft_attr_t a;
+	weft_thread_t t;
+
+	wt_init_workers(1);
+	for (int i = 0; i < 4; i++) {
+		weft_attr_init(&a);
+		a.reserved[i] = &a;
+		t = NULL;
+		ck_assert_int_eq(weft_spawn(&t, ret_arg, NULL, &a), EINVAL);
+		ck_assert_ptr_null(t);
+	}
+	assert_healthy();
+	wt_shutdown();
+}
+END_TEST
+
+START_TEST(config_size_and_reserved)
+{
+	weft_config_t c = WEFT_CONFIG_INITIALIZER;
+
+	unsetenv("WEFT_STACK_SIZE");
+	for (unsigned i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+		c.stack_size = bad_sizes[i];
+		ck_assert_msg(weft_init(&c) == EINVAL, "config stack_size %zu accepted",
+			      bad_sizes[i]);
+		ck_assert_int_eq(weft_workers(), 0);
+	}
+	c.stack_size = 0;
+	for (int i = 0; i < 8; i++) {
+		c.reserved[i] = &c;
+		ck_assert_int_eq(weft_init(&c), EINVAL);
+		ck_assert_int_eq(weft_workers(), 0);
+		c.reserved[i] = NULL;
+	}
+	c.workers = 1;
+	ck_assert_int_eq(weft_init(&c), 0);
+	assert_healthy();
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* many: more threads parked at once than one mapping per stack allows */
+
+#if defined(__SANITIZE_THREAD__)
+#define MANY 2000     /* TSan: each fiber costs it ~8 mappings and ~1 MiB */
+#else
+#define MANY (40000 / WT_SCALE_DIV)
+#endif
+static _Atomic long many_parked;
+static _Atomic int many_go;
+
+static void *many_parker(void *arg)
+{
+	*(uintptr_t *)arg = (uintptr_t)__builtin_frame_address(0);
+	atomic_fetch_add(&many_parked, 1);
+	while (!atomic_load(&many_go))
+		weft_park();
+	return NULL;
+}
+
+static int cmp_uptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* 40,000 guarded default stacks at once: with two mappings per stack
+ * (before) the 65,530 of vm.max_map_count ran out near 32,700 and the
+ * rest never ran (joins hung). Every thread must run within the bound,
+ * and each must have a stack of its own (frames at least the default
+ * stack size apart). */
+START_TEST(many_parked_guarded)
+{
+	weft_thread_t *ts = calloc(MANY, sizeof(*ts));
+	uintptr_t *fp = calloc(MANY, sizeof(*fp));
+	weft_time_t end;
+
+	ck_assert_ptr_nonnull(ts);
+	ck_assert_ptr_nonnull(fp);
+	atomic_store(&many_parked, 0);
+	atomic_store(&many_go, 0);
+	wt_init_workers(2);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_int_eq(weft_spawn(&ts[i], many_parker, &fp[i], NULL), 0);
+	end = weft_now_ns() + 20000000000ull;
+	while (atomic_load(&many_parked) < MANY && weft_now_ns() < end)
+		usleep(2000);
+	ck_assert_msg(atomic_load(&many_parked) == MANY, "%ld of %d threads ran in 20 s",
+		      atomic_load(&many_parked), MANY);
+	qsort(fp, MANY, sizeof(*fp), cmp_uptr);
+	for (int i = 1; i < MANY; i++)
+		ck_assert_msg(fp[i] - fp[i - 1] >= WEFT_STACK_DEFAULT,
+			      "two parked threads' frames %#lx and %#lx share a stack",
+			      (unsigned long)fp[i - 1], (unsigned long)fp[i]);
+	atomic_store(&many_go, 1);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_int_eq(weft_unpark(ts[i]), 0);
+	for (int i = 0; i < MANY; i++)
+		ck_assert_int_eq(weft_join(ts[i], NULL), 0);
+	wt_shutdown();
+	free(ts);
+	free(fp);
+}
+END_TEST
+
+/* More live TCBs than the malloc'd slabs hold (2,048), so that the rest
+ * come from huge-page bulk memory (stack.c "Bulk memory"), three runtimes
+ * in a row: a later runtime reuses the slabs the earlier one left, zeroed
+ * again, and every thread returns its own argument. */
+START_TEST(tcb_bulk_reuse)
+{
+	enum { N = 6000 };
+	weft_thread_t *ts = calloc(N, sizeof(*ts));
+
+	ck_assert_ptr_nonnull(ts);
+	for (int round = 0; round < 3; round++) {
+		wt_init_workers(2);
+		for (long i = 0; i < N; i++)
+			ck_assert_int_eq(weft_spawn(&ts[i], ret_arg, (void *)(i + 1), NULL), 0);
+		for (long i = 0; i < N; i++) {
+			void *r = NULL;
+
+			ck_assert_int_eq(weft_join(ts[i], &r), 0);
+			ck_assert_ptr_eq(r, (void *)(i + 1));
+		}
+		wt_shutdown();
+	}
+	free(ts);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* wait: a thread that cannot get a stack does not slow the others */
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+static void limit_as(struct rlimit *old)
+{
+	struct rlimit lim;
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+	fclose(f);
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, old), 0);
+	lim = *old;
+	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+}
+
+enum { WAIT_YIELDS = 2000 };
+static _Atomic int wait_started, wait_go;
+
+static _Atomic int hog_running, hog_release;
+
+/* Holds the worker (never yields) until released: while it runs, the
+ * worker cannot try a stack for a thread spawned meanwhile. */
+static void *wait_hog(void *arg)
+{
+	(void)arg;
+	atomic_store(&hog_running, 1);
+	while (!atomic_load(&hog_release))
+		;
+	return NULL;
+}
+
+static void *wait_yielder(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&wait_started, 1);
+	while (!atomic_load(&wait_go))
+		weft_yield();
+	for (int i = 0; i < WAIT_YIELDS; i++)
+		weft_yield();
+	return NULL;
+}
+#endif
+
+/* One worker runs two yielders and two threads whose 8 MiB stacks cannot
+ * be mapped (RLIMIT_AS). A yield that finds a stackless thread next goes
+ * to the scheduler loop, which picks the other stackless one: before,
+ * every such pick slept 1 ms, so 2,000 yields each took over 2 s; now the
+ * worker backs off only when a whole round of its queue found nothing to
+ * run. */
+START_TEST(wait_does_not_slow_others)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	printf("SKIP stack/wait_does_not_slow_others: RLIMIT_AS cannot be set under a sanitizer\n");
+#else
+	struct rlimit old;
+	weft_thread_t y[2], big[2], hog;
+	weft_attr_t a;
+	weft_time_t t0, dt;
+	void *r = NULL;
+
+	atomic_store(&wait_started, 0);
+	atomic_store(&wait_go, 0);
+	wt_init_workers(1);
+	/* the yielders hold their stacks before the limit */
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_spawn(&y[i], wait_yielder, NULL, NULL), 0);
+	while (atomic_load(&wait_started) < 2)
+		usleep(1000);
+	/* the hog holds the worker while both stackless threads are
+	 * spawned: once the worker has failed one, spawns are EAGAIN */
+	atomic_store(&hog_running, 0);
+	atomic_store(&hog_release, 0);
+	ck_assert_int_eq(weft_spawn(&hog, wait_hog, NULL, NULL), 0);
+	while (!atomic_load(&hog_running))
+		usleep(1000);
+	weft_attr_init(&a);
+	a.stack_size = 8u << 20;
+	limit_as(&old);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_spawn(&big[i], ret_arg, (void *)5, &a), 0);
+	atomic_store(&hog_release, 1);
+	ck_assert_int_eq(weft_join(hog, NULL), 0);
+	usleep(20000);   /* the worker tries their stacks and fails */
+	t0 = weft_now_ns();
+	atomic_store(&wait_go, 1);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_join(y[i], NULL), 0);
+	dt = weft_now_ns() - t0;
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+	/* big gets its stack now */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(weft_join(big[i], &r), 0);
+		ck_assert_ptr_eq(r, (void *)5);
+	}
+	ck_assert_msg(dt < 1000000000ull, "2 x %d yields took %.0f ms next to a stackless thread",
+		      WAIT_YIELDS, dt / 1e6);
+	assert_healthy();
+	wt_shutdown();
+#endif
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* tls: __thread belongs to the worker, weft_key to the light thread
+ * (include/weft/thread.h "Thread-local storage") */
+
+static __thread long tls_var;
+static __thread char tls_mark;
+static _Atomic int tls_step;
+
+/* Pinned to worker 0 with tls_b: writes its __thread variable, lets b
+ * run, and reads back what b wrote there. */
+static void *tls_a(void *arg)
+{
+	uintptr_t *addr = arg;
+
+	addr[0] = (uintptr_t)&tls_mark;
+	tls_var = 1;
+	atomic_store(&tls_step, 1);
+	while (atomic_load(&tls_step) != 2)
+		weft_yield();
+	return (void *)tls_var;
+}
+
+static void *tls_b(void *arg)
+{
+	uintptr_t *addr = arg;
+
+	while (atomic_load(&tls_step) != 1)
+		weft_yield();
+	addr[1] = (uintptr_t)&tls_mark;
+	tls_var = 2;
+	atomic_store(&tls_step, 2);
+	return NULL;
+}
+
+/* Two light threads on one worker share its __thread variables: the
+ * documented rule, pinned so that nobody is surprised by a change. */
+START_TEST(tls_shared_by_worker)
+{
+	weft_attr_t a;
+	weft_thread_t ta, tb;
+	uintptr_t addr[2] = { 0, 0 };
+	void *r = NULL;
+
+	atomic_store(&tls_step, 0);
+	wt_init_workers(2);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&ta, tls_a, addr, &a), 0);
+	ck_assert_int_eq(weft_spawn(&tb, tls_b, addr, &a), 0);
+	ck_assert_int_eq(weft_join(ta, &r), 0);
+	ck_assert_int_eq(weft_join(tb, NULL), 0);
+	ck_assert_uint_eq(addr[0], addr[1]);
+	ck_assert_ptr_eq(r, (void *)2);   /* a read what b wrote */
+	wt_shutdown();
+}
+END_TEST
+
+enum { TLS_THREADS = 8, TLS_ROUNDS = 2000 };
+static weft_key_t tls_key;
+static _Atomic long tls_key_lost, tls_var_changed;
+
+/* Sets its key value and its __thread variable to its own id, then
+ * yields, sleeps and parks at random (seeded) on two workers, so that it
+ * migrates; after each, the key value must still be its own. The
+ * __thread value is only counted (another thread on the same worker
+ * overwrites it: what the rule says). */
+static void *tls_roamer(void *arg)
+{
+	long id = (long)(intptr_t)arg;
+	uint64_t rng = wt_seed() ^ (uint64_t)(id + 1) * 0x9E3779B97F4A7C15ull;
+
+	WT_CHECK(weft_setspecific(tls_key, (void *)(intptr_t)(id + 1)) == 0);
+	tls_var = id + 1;
+	for (int i = 0; i < TLS_ROUNDS; i++) {
+		switch (wt_rand(&rng) % 3) {
+		case 0:
+			weft_yield();
+			break;
+		case 1:
+			weft_sleep_ns(1000);
+			break;
+		default:
+			weft_unpark(weft_self());
+			weft_park();
+			break;
+		}
+		if (weft_getspecific(tls_key) != (void *)(intptr_t)(id + 1))
+			atomic_fetch_add(&tls_key_lost, 1);
+		if (tls_var != id + 1) {
+			atomic_fetch_add(&tls_var_changed, 1);
+			tls_var = id + 1;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(tls_key_follows_thread)
+{
+	weft_thread_t t[TLS_THREADS];
+
+	atomic_store(&tls_key_lost, 0);
+	atomic_store(&tls_var_changed, 0);
+	wt_init_workers(2);
+	ck_assert_int_eq(weft_key_create(&tls_key, NULL), 0);
+	for (long i = 0; i < TLS_THREADS; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], tls_roamer, (void *)(intptr_t)i, NULL), 0);
+	for (int i = 0; i < TLS_THREADS; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_assert_no_failure();
+	printf("tls: __thread value changed under a light thread %ld times in %d x %d rounds; "
+	       "weft_key value lost %ld times\n", atomic_load(&tls_var_changed), TLS_THREADS,
+	       TLS_ROUNDS, atomic_load(&tls_key_lost));
+	ck_assert_int_eq(atomic_load(&tls_key_lost), 0);
+	ck_assert_int_eq(weft_key_delete(tls_key), 0);
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* canary */
+
+#if defined(WFT_DEBUG_BUILD) && !defined(__SANITIZE_ADDRESS__)
+enum { OVF_SIZE = 16 * 1024, OVF_NEIGHBOURS = 4 };
+static _Atomic int ovf_parked;
+
+static void *ovf_parker(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ovf_parked, 1);
+	for (;;)
+		weft_park();
+	return NULL;
+}
+
+/* About n KiB of frames, every byte written (as a real overflow would:
+ * the canary is 8 bytes). */
+static __attribute__((noinline)) int ovf_dig(int n)
+{
+	volatile char buf[1024];
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)n;
+	if (n == 0)
+		return buf[0];
+	return ovf_dig(n - 1) + buf[sizeof(buf) - 1];
+}
+
+static void *ovf_thread(void *arg)
+{
+	(void)arg;
+	/* 24 KiB below the start: past the bottom of the 16 KiB stack plus
+	 * its colour page, into the slot below (a parked neighbour's) */
+	return (void *)(intptr_t)ovf_dig(24);
+}
+
+/* In a child process: four parked neighbours on guard = 0 16 KiB stacks
+ * (slots carved in address order), then a thread on the next slot that
+ * overflows its stack by a few KiB. Exits 0 if nothing noticed. */
+static void ovf_child(void)
+{
+	weft_attr_t a;
+	weft_thread_t n[OVF_NEIGHBOURS], t;
+	weft_config_t c = WEFT_CONFIG_INITIALIZER;
+
+	c.workers = 1;
+	if (weft_init(&c) != 0)
+		_exit(3);
+	weft_attr_init(&a);
+	a.stack_size = OVF_SIZE;
+	a.guard = 0;
+	for (int i = 0; i < OVF_NEIGHBOURS; i++)
+		if (weft_spawn(&n[i], ovf_parker, NULL, &a) != 0)
+			_exit(3);
+	while (atomic_load(&ovf_parked) < OVF_NEIGHBOURS)
+		usleep(1000);
+	a.name = "ovf";
+	if (weft_spawn(&t, ovf_thread, NULL, &a) != 0 || weft_join(t, NULL) != 0)
+		_exit(3);
+	_exit(0);
+}
+#endif
+
+START_TEST(canary_guard_off_overflow)
+{
+#if !defined(WFT_DEBUG_BUILD) || defined(__SANITIZE_ADDRESS__)
+	printf("SKIP stack/canary_guard_off_overflow: the canary is on in debug builds "
+	       "(--enable-debug) without ASan only\n");
+#else
+	int fds[2], st = 0;
+	char out[4096];
+	ssize_t len = 0, r;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		ovf_child();
+	}
+	close(fds[1]);
+	while (len < (ssize_t)sizeof(out) - 1 &&
+	       (r = read(fds[0], out + len, sizeof(out) - 1 - (size_t)len)) > 0)
+		len += r;
+	out[len] = '\0';
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+		      "overflow of a guard = 0 stack not caught (status %#x): %s", st, out);
+	ck_assert_msg(strstr(out, "stack overflow in weft thread 'ovf'") != NULL,
+		      "no report naming the thread: %s", out);
+#endif
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("stack");
+	TCase *tc;
+
+	tc = wt_tcase(s, "sizes", 20);
+	tcase_add_test(tc, attr_size_near_max);
+	tcase_add_test(tc, attr_reserved_nonzero);
+	tcase_add_test(tc, config_size_and_reserved);
+
+	tc = wt_tcase(s, "many", 60);
+	tcase_add_test(tc, many_parked_guarded);
+	tcase_add_test(tc, tcb_bulk_reuse);
+
+	tc = wt_tcase(s, "wait", 30);
+	tcase_add_test(tc, wait_does_not_slow_others);
+
+	tc = wt_tcase(s, "canary", 30);
+	tcase_add_test(tc, canary_guard_off_overflow);
+
+	tc = wt_tcase(s, "tls", 30);
+	tcase_add_test(tc, tls_shared_by_worker);
+	tcase_add_test(tc, tls_key_follows_thread);
+	return wt_run_suite(s);
+}
