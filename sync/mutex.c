@@ -165,6 +165,30 @@
  *   spin that fails decays the estimate, so long holds stop spinning. An
  *   OS-thread owner cannot be checked for on_cpu; the budget bounds it.
  *
+ * Owner death
+ *   Owner ids carry a generation (sync/mutex.h): a thread that exits
+ *   holding m leaves its old id in the lock word, which no later thread
+ *   (not even one on the same TCB) matches. A locker that is about to
+ *   queue (lock_slow step 3, under qlock) or a trylock that finds m held
+ *   asks owner_dead(): the owner is a weft thread whose TCB has exited,
+ *   is free, or belongs to another generation. It then CASes the dead id
+ *   to its own (flags kept, under qlock) and returns EOWNERDEAD: it owns m,
+ *   and the state m protects may be half-updated (as a robust pthread
+ *   mutex's EOWNERDEAD, without the "consistent" step: the next unlock
+ *   makes m normal again). Why this is safe: I4 - the dead owner never
+ *   writes the word again, every other lockless CAS expects owner 0, and
+ *   the takeover holds qlock. Limits: waiters that queued while the owner
+ *   was alive are not woken by its exit; the first locker that comes later
+ *   takes m over and its unlock wakes them. An OS-thread owner's exit is
+ *   not detected (no cheap liveness test); its reused TLS block gets a new
+ *   generation, so at least nobody inherits it.
+ *
+ * Destroy
+ *   A destroyed mutex holds WFT_MUTEX_DESTROYED (sync/mutex.h), an owner id
+ *   nobody has: the fast path's CAS from 0 fails and every slow path
+ *   checks for it first, so lock, trylock, timedlock, unlock and a second
+ *   destroy return EINVAL at no cost on the fast paths.
+ *
  * Rejected alternatives
  *   - A plain store for unlock (a spinlock's release): no way to see a
  *     waiter that queued just before without a StoreLoad fence, which costs
@@ -217,10 +241,71 @@
  * (tens of us on this VM class) and a few rounds of competition. */
 #define WFT_MUTEX_ROTATE_NS (WFT_MUTEX_STARVE_NS / 4)
 
-/* The OS-thread owner id lives here (waitq.h). */
+/* The OS-thread owner id lives here (waitq.h); its value is the thread's
+ * lock generation (mutex.h), 0 until the thread first locks. */
 __thread uint64_t wft_mutex_os_id __attribute__((tls_model("initial-exec")));
 
-_Static_assert(_Alignof(struct weft_thread) >= 8, "owner ids need 3 low bits");
+/* OS-thread lock generations; relaxed: only uniqueness matters */
+static _Atomic uint64_t os_gens;
+
+uint64_t wft_lock_os_gen(void)
+{
+	return wft_fadd(&os_gens, 1, relaxed) + 1;
+}
+
+/* Is generation counter value cur (a TCB's t->seq, or the generation in
+ * its join word) newer than the generation in owner id o? 16-bit serial
+ * number arithmetic: "newer" is up to 32,767 reuses ahead. An older value
+ * (a stale read) is never "newer", so a stale read can only make a dead
+ * owner look alive, never the reverse. */
+static bool gen_newer(uint64_t cur, uintptr_t o)
+{
+	uint16_t d = (uint16_t)(cur - (uint64_t)(o >> WFT_LOCK_GEN_SHIFT));
+
+	return d != 0 && d < 0x8000;
+}
+
+/*
+ * Owner death ("Owner death" in the header comment): has the weft thread
+ * named by owner id o exited, or has its TCB been reused since it locked?
+ * The join word carries the TCB's current generation (runtime/thread.c
+ * "Join protocol"): a newer one means reused; the owner's own one in an
+ * exited or free state means exited. A join word that names a joiner has
+ * no generation: then t->seq says whether the TCB was reused.
+ * OS-thread owners cannot be checked: false.
+ * Why a wrong "dead" cannot happen: the owner's generation was stored in
+ * t->seq and the join word before the owner first ran, so no read that we
+ * make after its lock can show an older owner as newer (gen_newer refuses
+ * stale values), and the exited/free codes are written only at its exit.
+ * Context: any. May park: no.
+ */
+static bool owner_dead(uintptr_t o)
+{
+	struct weft_thread *t;
+	uintptr_t js;
+	unsigned code;
+
+	if (o == 0 || (o & WFT_ID_OS))
+		return false;
+	t = wft_lock_id_thread(o);
+	/* acquire: a type-stable TCB (runtime/thread.c I1); pairs with the
+	 * release of the exit's and the joiner's RMWs on the join word. The
+	 * takeover that acts on a "dead" answer is a CAS that expects the dead
+	 * owner's id, and a dead owner never writes the lock word again */
+	js = wft_load(&t->jstate, acquire);
+	if (WFT_JS_IS_JOINER(js))
+		/* relaxed, and a plain field: it changes only when the TCB is
+		 * respawned, which is what we look for; a torn or stale read
+		 * is impossible for an aligned word on our targets and an old
+		 * value reads as "alive" (gen_newer) */
+		return gen_newer(__atomic_load_n(&t->seq, __ATOMIC_RELAXED), o);
+	if (gen_newer(WFT_JS_GEN(js), o))
+		return true;
+	if ((uint16_t)WFT_JS_GEN(js) != (uint16_t)(o >> WFT_LOCK_GEN_SHIFT))
+		return false;    /* an older generation: a stale read */
+	code = WFT_JS_CODE(js);
+	return code == WFT_J_EXITED || code == WFT_J_EXITED_T || code == WFT_J_FREE;
+}
 
 #define MSTAT(name) wft_stat_inc_any(wft_worker_self(), name)
 
@@ -299,7 +384,7 @@ static bool try_spin(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		 * type-stable while the runtime runs, so a stale owner only
 		 * makes us spin or stop one iteration late */
 		if (!(o & WFT_ID_OS) &&
-		    !wft_load(&((struct weft_thread *)o)->on_cpu, relaxed))
+		    !wft_load(&wft_lock_id_thread(o)->on_cpu, relaxed))
 			break;           /* owner not running: it will not release soon */
 		if (w && wft_worker_has_work(w))
 			break;           /* our worker has work: run it instead */
@@ -351,7 +436,8 @@ static void unwoken_locked(struct wft_mutex *m)
  * initialised when inited is true); woken says that we are m's woken waiter
  * (m->woken == sw, ours to clear, and the lock may be handed to us, I7).
  * Context: any. May park: yes.
- * Returns: 0, ETIMEDOUT.
+ * Returns: 0, ETIMEDOUT, EINVAL (destroyed), EOWNERDEAD (taken over from an
+ * owner that exited; we own m).
  */
 __attribute__((noinline, cold))
 static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self,
@@ -369,6 +455,8 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		v = wft_load(&m->state, acquire);
 		if (woken && wft_mutex_owner(v) == id)
 			goto got;
+		if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+			return EINVAL;   /* destroyed, so nobody waits on it */
 		while (wft_mutex_owner(v) == 0) {
 			/* acquire: pairs with the release CAS/store of the unlock */
 			if (wft_cas(&m->state, &v, v | id, acquire))
@@ -405,6 +493,19 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 						unwoken_locked(m);
 					wft_slock_unlock(&m->qlock);
 					return 0;
+				}
+				continue;
+			}
+			if (wft_unlikely(owner_dead(wft_mutex_owner(v)))) {
+				/* "Owner death": take it over, flags kept (our
+				 * unlock serves the queue). acquire: the dead
+				 * owner's writes, as far as they got. Safe by I4:
+				 * a dead owner never unlocks, and we hold qlock. */
+				if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire)) {
+					if (woken)
+						unwoken_locked(m);
+					wft_slock_unlock(&m->qlock);
+					return EOWNERDEAD;
 				}
 				continue;
 			}
@@ -472,19 +573,22 @@ static int lock_common(weft_mutex_t *pm, weft_time_t deadline)
 
 	if (!pm)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	/* acquire: the critical section must not start before we own the lock;
 	 * pairs with the release CAS/store of the previous owner's unlock */
 	if (wft_likely(wft_cas(&m->state, &v, id, acquire)))
 		return 0;
 	if (wft_mutex_owner(v) == id)
 		return EDEADLK;
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
 	return lock_slow(m, id, self, deadline, &sw, false, false);
 }
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (m NULL), EDEADLK (already owned by the caller).
+ * Returns: 0, EINVAL (m NULL or destroyed), EDEADLK (already owned by the
+ * caller), EOWNERDEAD (the owner exited holding m; the caller owns it now).
  */
 int weft_mutex_lock(weft_mutex_t *m)
 {
@@ -493,7 +597,7 @@ int weft_mutex_lock(weft_mutex_t *m)
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (m NULL), EDEADLK (already owned by the caller), ETIMEDOUT.
+ * Returns: as weft_mutex_lock, plus ETIMEDOUT.
  */
 int weft_mutex_timedlock(weft_mutex_t *m, weft_time_t deadline)
 {
@@ -501,8 +605,33 @@ int weft_mutex_timedlock(weft_mutex_t *m, weft_time_t deadline)
 }
 
 /*
+ * trylock found the owner dead: take m over under qlock, as lock_slow does.
  * Context: any. May park: no.
- * Returns: 0, EINVAL (m NULL), EBUSY (owned by anyone, including the caller).
+ * Returns: EOWNERDEAD (we own m), EBUSY (someone else took it first).
+ */
+static int take_dead(struct wft_mutex *m, uintptr_t id)
+{
+	uintptr_t v;
+	int r = EBUSY;
+
+	wft_slock_lock(&m->qlock);
+	/* relaxed: acted on only through the CAS */
+	v = wft_load(&m->state, relaxed);
+	while (owner_dead(wft_mutex_owner(v))) {
+		/* acquire: as in lock_slow's takeover */
+		if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire)) {
+			r = EOWNERDEAD;
+			break;
+		}
+	}
+	wft_slock_unlock(&m->qlock);
+	return r;
+}
+
+/*
+ * Context: any. May park: no.
+ * Returns: 0, EINVAL (m NULL or destroyed), EBUSY (owned by anyone,
+ * including the caller), EOWNERDEAD (as weft_mutex_lock).
  */
 int weft_mutex_trylock(weft_mutex_t *pm)
 {
@@ -512,7 +641,7 @@ int weft_mutex_trylock(weft_mutex_t *pm)
 
 	if (!pm)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	/* acquire: as in lock_common */
 	if (wft_likely(wft_cas(&m->state, &v, id, acquire)))
 		return 0;
@@ -520,6 +649,10 @@ int weft_mutex_trylock(weft_mutex_t *pm)
 		/* acquire: as above (normal mode allows barging) */
 		if (wft_cas(&m->state, &v, v | id, acquire))
 			return 0;
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
+	if (wft_unlikely(owner_dead(wft_mutex_owner(v))))
+		return take_dead(m, id);
 	return EBUSY;
 }
 
@@ -531,6 +664,8 @@ int wft_mutex_lock_id(struct wft_mutex *m, uintptr_t id, struct weft_thread *sel
 	/* acquire: as in lock_common */
 	if (wft_cas(&m->state, &v, id, acquire))
 		return 0;
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
 	return lock_slow(m, id, self, WEFT_TIME_INFINITE, &sw, false, false);
 }
 
@@ -585,6 +720,8 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	uintptr_t nv;
 	bool wake;
 
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
 	if (wft_mutex_owner(v) != id)
 		return EPERM;
 	wft_slock_lock(&m->qlock);
@@ -658,7 +795,8 @@ int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (m NULL), EPERM (the caller does not own m).
+ * Returns: 0, EINVAL (m NULL or destroyed), EPERM (the caller does not own
+ * m).
  */
 int weft_mutex_unlock(weft_mutex_t *pm)
 {
@@ -667,7 +805,7 @@ int weft_mutex_unlock(weft_mutex_t *pm)
 
 	if (!pm)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	return wft_mutex_unlock_id(wft_mutex_of(pm), id);
 }
 
@@ -727,20 +865,25 @@ int weft_mutex_init(weft_mutex_t *m)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (m NULL), EBUSY (locked, waited on, or a woken waiter
- * or spinner is still on its way).
+ * Returns: 0, EINVAL (m NULL or already destroyed), EBUSY (locked, waited
+ * on, or a woken waiter or spinner is still on its way).
+ * After 0 the lock word holds WFT_MUTEX_DESTROYED, so later calls (until
+ * weft_mutex_init) return EINVAL instead of locking freed state.
  */
 int weft_mutex_destroy(weft_mutex_t *pm)
 {
 	struct wft_mutex *m = wft_mutex_of(pm);
-	bool busy;
+	uintptr_t v = 0;
+	int r = 0;
 
 	if (!pm)
 		return EINVAL;
 	wft_slock_lock(&m->qlock);
-	/* relaxed: a snapshot; destroying a mutex in use is the caller's race */
-	busy = wft_load(&m->state, relaxed) != 0 || m->woken != NULL || !wft_waitq_empty(&m->q) ||
-	       wft_load(&m->spinner, relaxed) != 0;
+	/* relaxed: destroying a mutex in use is the caller's race; the CAS
+	 * only keeps a racing lock from being overwritten */
+	if (m->woken != NULL || !wft_waitq_empty(&m->q) || wft_load(&m->spinner, relaxed) != 0 ||
+	    !wft_cas(&m->state, &v, WFT_MUTEX_DESTROYED, relaxed))
+		r = v == WFT_MUTEX_DESTROYED ? EINVAL : EBUSY;
 	wft_slock_unlock(&m->qlock);
-	return busy ? EBUSY : 0;
+	return r;
 }
