@@ -24,9 +24,9 @@
  *             (atomic with seeing the lock owned) by a thread about to queue,
  *             under qlock; cleared under qlock when the last record leaves
  *             the queue and no woken waiter is in flight.
- *   HANDOFF   Starvation mode, known in advance: the head waiter has waited
- *             more than WFT_MUTEX_STARVE_NS. Unlock must not release: it
- *             writes the head waiter's id into the owner field and wakes it
+ *   HANDOFF   Starvation mode, known in advance: the head waiter has been
+ *             at the head ("Head time") more than WFT_MUTEX_STARVE_NS.
+ *             Unlock must not release: it writes the head waiter's id into the owner field and wakes it
  *             (result HANDED), so nobody can barge past it; spinners stop.
  *             Set by a woken waiter that lost the race and has waited that
  *             long, together with requeueing itself at the head, under
@@ -78,7 +78,9 @@
  *   now and often win (the lock is re-taken while it is cache-hot, and no
  *   switch is needed). That is what makes a contended mutex fast, and it is
  *   unfair: the woken waiter goes back to the head of the queue. Once a
- *   waiter has waited more than WFT_MUTEX_STARVE_NS (1 ms), the mutex hands
+ *   waiter has been at the head more than WFT_MUTEX_STARVE_NS (1 ms; its
+ *   "head time", the record's since field, not its time in the queue),
+ *   the mutex hands
  *   off: unlock passes ownership straight to that waiter, newcomers queue at
  *   the tail and do not spin. Hand-off mode ends when the waiter that
  *   receives the lock is the last one or the next head has not waited 1 ms.
@@ -165,6 +167,23 @@
  *   spin that fails decays the estimate, so long holds stop spinning. An
  *   OS-thread owner cannot be checked for on_cpu; the budget bounds it.
  *
+ * Head time (sw->since)
+ *   Starvation is measured from the moment a waiter becomes the head of
+ *   the queue (or is picked to be woken from behind it), not from when it
+ *   queued: sw->since is set when the record is pushed onto an empty queue,
+ *   when the record ahead of it leaves (hand-off, wake, timeout), when pick
+ *   takes it from behind the head, and when a cond requeue makes it woken
+ *   or head; 0 means "not at the head yet". A woken waiter that loses keeps
+ *   it (it goes back to the head). Why: a FIFO of N waiters makes every one
+ *   of them wait about N hand-overs whatever the mutex does; measured from
+ *   queueing, every waiter of a long queue (1,024 tasks) was "starving", the
+ *   mutex stayed in hand-off mode for good, and every acquisition cost a
+ *   park and a switch (test-mutex M 1024 fell to half of M 128, M 10000 to
+ *   a quarter). Hand-off cannot shorten a wait that is the queue's length;
+ *   it can only stop a waiter from being passed over, which is what head
+ *   time measures. I5 and I7 bound exactly that: once at the head (or
+ *   woken), a waiter is passed over for at most WFT_MUTEX_STARVE_NS.
+ *
  * Owner death
  *   Owner ids carry a generation (sync/mutex.h): a thread that exits
  *   holding m leaves its old id in the lock word, which no later thread
@@ -224,10 +243,11 @@
  * the ~20 ns clock read is under 10% of the spin). */
 #define WFT_MUTEX_SPIN_CLOCK_EVERY 8
 
-/* Starvation threshold: a waiter (queued, or woken and in flight) that has
- * waited this long is handed the lock by the next contended unlock (I5, I7),
- * and a woken waiter that loses the race after this long sets HANDOFF (Go's
- * 1 ms: long against a critical section, short against a human). */
+/* Starvation threshold: a waiter (the queue's head, or woken and in
+ * flight) that has been at the head this long ("Head time") is handed the
+ * lock by the next contended unlock (I5, I7), and a woken waiter that loses
+ * the race after this long sets HANDOFF (Go's 1 ms: long against a critical
+ * section, short against a human). */
 #define WFT_MUTEX_STARVE_NS 1000000
 
 /* Rotation: while a spinner is active (I6) queued waiters are not woken, so
@@ -407,12 +427,33 @@ static bool try_spin(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 	return won;
 }
 
+/* "Head time": the record at the head of the queue (if any) gets its head
+ * time now unless it has one. *now caches the clock (NULL: read it).
+ * Locks: m->qlock. */
+static void head_time_locked(struct wft_mutex *m, weft_time_t *now)
+{
+	struct wft_swaiter *h = wft_waitq_first(&m->q);
+	weft_time_t t;
+
+	if (!h || h->since != 0)
+		return;
+	if (now) {
+		if (*now == 0)
+			*now = wft_now();
+		t = *now;
+	} else {
+		t = wft_now();
+	}
+	h->since = t;
+}
+
 /* Unlink a timed-out record and keep I1/I2. Locks: m->qlock. */
 static void dequeue_locked(struct wft_mutex *m, struct wft_swaiter *sw)
 {
 	bool was_head = wft_waitq_first(&m->q) == sw;
 
 	wft_waitq_remove(&m->q, sw);
+	head_time_locked(m, NULL);
 	/* relaxed: flag edits under qlock; the owner's release CAS is an RMW of
 	 * the same word, so it sees the result either way (see above) */
 	if (wft_waitq_empty(&m->q))
@@ -471,8 +512,6 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 			wft_swaiter_init(sw, id);
 			inited = true;
 		}
-		if (sw->since == 0)
-			sw->since = now;
 		wft_slock_lock(&m->qlock);
 		/* relaxed: the CAS below decides; qlock orders a hand-off */
 		v = wft_load(&m->state, relaxed);
@@ -525,11 +564,14 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 				break;
 		}
 		if (woken) {
-			/* back at the head; WAITERS stays set (I1: queue non-empty) */
+			/* back at the head, with its head time ("Head time");
+			 * WAITERS stays set (I1: queue non-empty) */
 			m->woken = NULL;
 			woken = false;
 			wft_waitq_push_front(&m->q, sw);
 		} else {
+			/* "Head time": starts now if we are the head */
+			sw->since = wft_waitq_empty(&m->q) ? now : 0;
 			wft_waitq_push_back(&m->q, sw);
 		}
 		wft_slock_unlock(&m->qlock);
@@ -682,7 +724,7 @@ int wft_mutex_relock(struct wft_mutex *m, struct wft_swaiter *sw, struct weft_th
 /* ---------------------------------------------------------------------- */
 /* Unlock. */
 
-/* Has sw waited long enough to be owed the lock (I5, I7)? */
+/* Has sw been at the head long enough to be owed the lock (I5, I7)? */
 static bool starving(struct wft_swaiter *sw, weft_time_t *now)
 {
 	if (*now == 0)
@@ -690,7 +732,8 @@ static bool starving(struct wft_swaiter *sw, weft_time_t *now)
 	return *now - sw->since >= WFT_MUTEX_STARVE_NS;
 }
 
-/* Has the head waited long enough to be woken despite a spinner (I6)? */
+/* Has the head been at the head long enough to be woken despite a spinner
+ * (I6)? */
 static bool rotate(struct wft_swaiter *head, weft_time_t *now)
 {
 	if (*now == 0)
@@ -733,6 +776,7 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 		sw = wft_waitq_first(&m->q);
 		if (sw && ((v & WFT_MUTEX_HANDOFF) || starving(sw, &now))) {
 			wft_waitq_remove(&m->q, sw);
+			head_time_locked(m, &now);
 			sw->w.result = WFT_SW_HANDED;
 			wake = true;
 		} else {
@@ -768,6 +812,14 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	    (!wft_load(&m->spinner, relaxed) || rotate(next, &now)) &&
 	    (sw = wft_wake_q_pick(&m->q, WFT_PICK_RUN_NOW)) != NULL) {
 		wft_waitq_remove(&m->q, sw);
+		/* a picked non-head starts its head time now; the new head
+		 * (if the head was picked) too */
+		if (sw->since == 0) {
+			if (now == 0)
+				now = wft_now();
+			sw->since = now;
+		}
+		head_time_locked(m, &now);
 		sw->w.result = WFT_SW_COMPETE;
 		m->woken = sw;
 	}
@@ -823,8 +875,9 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 	now = wft_now();
 	for (sw = wft_waitq_first(list); sw; sw = wft_waitq_next(sw)) {
 		/* sw->claim is already WFT_SW_CLAIMED ("on the mutex"): cond.c
-		 * claimed each record by CAS before handing it over */
-		sw->since = now;
+		 * claimed each record by CAS before handing it over. Head time
+		 * is set below for the one that becomes woken or head. */
+		sw->since = 0;
 		sw->skips = 0;
 	}
 	wft_slock_lock(&m->qlock);
@@ -834,6 +887,7 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 		if (wft_mutex_owner(v) == 0 && !m->woken) {
 			/* Free and nobody in flight: the first one competes now. */
 			sw = wft_waitq_pop_front(list);
+			sw->since = now;
 			sw->w.result = WFT_SW_COMPETE;
 			m->woken = sw;
 			wft_wake_q_add(wq, &sw->w);
@@ -846,6 +900,7 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 			break;
 	}
 	wft_waitq_splice_back(&m->q, list);
+	head_time_locked(m, &now);
 	wft_slock_unlock(&m->qlock);
 }
 

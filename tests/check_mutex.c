@@ -6,7 +6,8 @@
  *            destroy (EINVAL); an owner that exits holding the mutex
  *            (EOWNERDEAD for the next locker, EPERM for the TCB's reuser)
  * contended  mutual exclusion with exact counters, 2 .. 1,024 threads,
- *            weft and OS threads mixed, under each runtime configuration
+ *            weft and OS threads mixed, under each runtime configuration;
+ *            no_cliff: 1,024 threads do not keep the mutex in hand-off mode
  * handoff    a waiter that waited > 1 ms and lost gets the lock handed to
  *            it; how often a waiter is passed over under heavy barging
  *            stays bounded
@@ -357,6 +358,72 @@ START_TEST(test_contended_1024)
 	wt_init(1);
 	run_excl(1000, 24, 20000);
 	wt_shutdown();
+}
+END_TEST
+
+/* No cliff with many waiters: 1,024 threads on 2 workers loop lock, a
+ * short section, unlock, a little work. Every one of them waits longer
+ * than 1 ms in the queue (FIFO behind ~1,000 others), but that is not
+ * starvation: hand-off mode (a park and a switch per acquisition) must
+ * stay rare, because starvation is counted from when a waiter reaches
+ * the head ("Head time" in sync/mutex.c). Before that rule the mutex
+ * stayed in hand-off mode for good here (hand-offs were 20-90% of all
+ * acquisitions, and test-mutex M 1024 ran at half of M 128). */
+struct nc {
+	weft_mutex_t m;
+	long counter;             /* protected by m */
+	_Atomic long ops;
+	_Atomic int go;
+	weft_time_t end;
+};
+
+static void nc_body(int idx, void *arg)
+{
+	struct nc *c = arg;
+	long n = 0;
+
+	(void)idx;
+	while (!atomic_load(&c->go))
+		weft_yield();
+	while (weft_now_ns() < c->end) {
+		WT_CHECK(weft_mutex_lock(&c->m) == 0);
+		c->counter++;
+		sc_spin_ns(50);
+		WT_CHECK(weft_mutex_unlock(&c->m) == 0);
+		sc_spin_ns(200);
+		n++;
+	}
+	atomic_fetch_add(&c->ops, n);
+}
+
+START_TEST(test_no_cliff)
+{
+	struct nc *c = calloc(1, sizeof(*c));
+	weft_stats_t s0, s1;
+	struct sc_group g;
+	uint64_t ho;
+
+	ck_assert_ptr_nonnull(c);
+	wt_init_workers(2);
+	sc_start(&g, 1024, 0, nc_body, c);
+	sc_sleep_ms(50);
+	weft_stats_get(&s0);
+	c->end = sc_ms(400);
+	atomic_store(&c->go, 1);
+	sc_join(&g);
+	weft_stats_get(&s1);
+	wt_assert_no_failure();
+	ho = s1.mutex_handoffs - s0.mutex_handoffs;
+	printf("no_cliff: %ld acquisitions, %llu hand-offs, %llu parks\n", atomic_load(&c->ops),
+	       (unsigned long long)ho, (unsigned long long)(s1.mutex_parks - s0.mutex_parks));
+	ck_assert_int_eq(c->counter, atomic_load(&c->ops));
+	ck_assert_int_gt(atomic_load(&c->ops), 1024);
+	ck_assert_msg(ho * 20 < (uint64_t)atomic_load(&c->ops),
+		      "hand-off mode dominates: %llu hand-offs for %ld acquisitions",
+		      (unsigned long long)ho, atomic_load(&c->ops));
+	ck_assert_int_eq(weft_mutex_destroy(&c->m), 0);
+	wt_shutdown();
+	free(c);
 }
 END_TEST
 
@@ -1275,6 +1342,7 @@ static Suite *mutex_suite(void)
 	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, test_contended, 0, wt_nconfigs);
 	tcase_add_test(tc, test_contended_1024);
+	tcase_add_test(tc, test_no_cliff);
 
 	tc = wt_tcase(s, "handoff", 20);
 	tcase_add_loop_test(tc, test_handoff, 0, 2);
