@@ -14,7 +14,10 @@
 #   SEM_ARGS="-t 2048 -w 1900"   sembench size (the seed's command line)
 #   MUTEX_SECS=2     test-mutex seconds (wall time per run is about +2 s)
 #   MUTEX_TASKS="2 16 128"
-#   ONLY="sembench test-mutex"   groups to run
+#   ONLY="sembench test-mutex"   groups to run (known: sembench test-mutex
+#                    rwlock cond; rwlock and cond are not in the default)
+#   RW_SECS=2        rwlock-bench seconds;  RW_TASKS="16 128"  RW_READS="90 99"
+#   COND_SECS=2      cond-bench seconds;    COND_CONSUMERS="1 16"
 #   SKIP=REGEX       skip the cases whose label matches; default
 #                    'nanosleep|pthread-spin' (no target depends on them, and
 #                    2048 1-ms pollers on 2 CPUs make -o 1 slow); SKIP= runs all
@@ -53,6 +56,11 @@ SEM_SECS=${SEM_SECS:-3}
 SEM_ARGS=${SEM_ARGS:--t 2048 -w 1900}
 MUTEX_SECS=${MUTEX_SECS:-2}
 MUTEX_TASKS=${MUTEX_TASKS:-2 16 128}
+RW_SECS=${RW_SECS:-2}
+RW_TASKS=${RW_TASKS:-16 128}
+RW_READS=${RW_READS:-90 99}
+COND_SECS=${COND_SECS:-2}
+COND_CONSUMERS=${COND_CONSUMERS:-1 16}
 ONLY=${ONLY:-sembench test-mutex}
 SKIP=${SKIP-nanosleep|pthread-spin}
 OUT=${OUT:-$(mktemp -d /tmp/run-seeds.XXXXXX)}
@@ -144,7 +152,7 @@ report() {
 	  printf "%-12s %-28s %14s %-9s %9s %6s\n", $1, $2, $3, $4, r, $7 }' \
 		"$RESULTS" | sed '1i group        case                                 median unit         vs 1st  noisy'
 	echo
-	echo "== targets (issue 3)"
+	echo "== targets (issues 3 and 18)"
 	local d n dn m nv dv ratio ok
 	while IFS='|' read -r d n dn m; do
 		nv=$(median_of "$n")
@@ -185,6 +193,10 @@ group_sembench() {
 
 group_test_mutex() {
 	local tm="$B/examples/test-mutex" t
+	# The ceiling (issue 18): one task, no work outside the lock, so the
+	# lock is never idle: the critical section alone, printed beside the
+	# contended runs (their "vs ceiling" targets below).
+	run_case "mutex-ceil" "ceiling-V1-work0" "ops/s" parse_test_mutex -- "$tm" --impl=weft --work-ns=0 V 1 "$MUTEX_SECS"
 	for t in $MUTEX_TASKS; do
 		run_case "mutex-V$t" "V$t-pthread" "ops/s" parse_test_mutex -- "$tm" --impl=pthread V "$t" "$MUTEX_SECS"
 		run_case "mutex-V$t" "V$t-pthread-adaptive" "ops/s" parse_test_mutex -- "$tm" --impl=pthread-adaptive V "$t" "$MUTEX_SECS"
@@ -197,12 +209,39 @@ group_test_mutex() {
 			target "test-mutex V $t: weft / pthread" "V$t-weft" "V$t-pthread" 3
 			target "test-mutex V $t: weft / pthread-adaptive" "V$t-weft" "V$t-pthread-adaptive" 2
 			target "test-mutex V $t: OWNER_SPIN on / off" "V$t-weft" "V$t-weft-NO_OWNER_SPIN" 2
+			target "test-mutex V $t: weft / ceiling (issue 18)" "V$t-weft" "ceiling-V1-work0" 0.9
+			target "test-mutex V $t: weft / adaptive (issue 18)" "V$t-weft" "V$t-pthread-adaptive" 1.3
 		fi
 	done
 }
 
+# rwlock-bench: weft_rwlock vs glibc pthread_rwlock, hold 200 ns (issue 18)
+group_rwlock() {
+	local rb="$B/examples/rwlock-bench" t r
+	[ -x "$rb" ] || { echo "run-seeds.sh: no $rb, group rwlock skipped" >&2; return 0; }
+	for t in $RW_TASKS; do
+		for r in $RW_READS; do
+			run_case "rwlock-$t-r$r" "rw$t-r$r-pthread" "ops/s" "parse_bench_line rwlock" -- "$rb" --impl=pthread --tasks="$t" --read-pct="$r" --secs="$RW_SECS"
+			run_case "rwlock-$t-r$r" "rw$t-r$r-weft" "ops/s" "parse_bench_line rwlock" -- "$rb" --impl=weft --tasks="$t" --read-pct="$r" --secs="$RW_SECS"
+		done
+	done
+	target "rwlock 16 tasks 99% reads: weft / pthread" rw16-r99-weft rw16-r99-pthread 3
+	target "rwlock 16 tasks 90% reads: weft / pthread" rw16-r90-weft rw16-r90-pthread 1.5
+}
+
+# cond-bench: producer/consumer under mutex + cond, 1:C (issue 18)
+group_cond() {
+	local cb="$B/examples/cond-bench" c
+	[ -x "$cb" ] || { echo "run-seeds.sh: no $cb, group cond skipped" >&2; return 0; }
+	for c in $COND_CONSUMERS; do
+		run_case "cond-1to$c" "cond1to$c-pthread" "items/s" "parse_bench_line cond" -- "$cb" --impl=pthread --consumers="$c" --secs="$COND_SECS"
+		run_case "cond-1to$c" "cond1to$c-weft" "items/s" "parse_bench_line cond" -- "$cb" --impl=weft --consumers="$c" --secs="$COND_SECS"
+	done
+	target "cond 1:16 producer/consumer: weft / pthread" cond1to16-weft cond1to16-pthread 3
+}
+
 # name in ONLY -> function
-GROUP_FUNCS="sembench:group_sembench test-mutex:group_test_mutex"
+GROUP_FUNCS="sembench:group_sembench test-mutex:group_test_mutex rwlock:group_rwlock cond:group_cond"
 
 # ---------------------------------------------------------------- main
 

@@ -9,3 +9,14 @@ examples_sembench_LDADD = $(EX_LDADD)
 examples_test_mutex_SOURCES = examples/test-mutex.c examples/bench.h
 examples_test_mutex_CFLAGS = $(EX_CFLAGS)
 examples_test_mutex_LDADD = $(EX_LDADD)
+
+# lock benchmarks (issue 18): rwlock and cond, each with its glibc baseline
+noinst_PROGRAMS += examples/rwlock-bench examples/cond-bench
+
+examples_rwlock_bench_SOURCES = examples/rwlock-bench.c examples/bench.h examples/bench_weft.h
+examples_rwlock_bench_CFLAGS = $(EX_CFLAGS)
+examples_rwlock_bench_LDADD = $(EX_LDADD)
+
+examples_cond_bench_SOURCES = examples/cond-bench.c examples/bench.h examples/bench_weft.h
+examples_cond_bench_CFLAGS = $(EX_CFLAGS)
+examples_cond_bench_LDADD = $(EX_LDADD)

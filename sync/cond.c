@@ -115,6 +115,10 @@
  *   (glibc's pthread_cond_destroy waits for such waiters the same way).
  *   EBUSY instead would leave the caller nothing to do but retry, and the
  *   POSIX idiom ignores the return value.
+ *   A successful destroy sets c->destroyed (under c->qlock; when it waits
+ *   for leaving owners, before it parks): later waits and destroys check
+ *   it under c->qlock, signals after their lockless nwait look finds no
+ *   waiter (a destroyed cond has none), and return EINVAL.
  *
  *   Interleavings considered: timeout racing a signal (the claim CAS
  *   decides, see "Timeout"); timeout after the requeue (the cancel CAS
@@ -142,7 +146,8 @@ struct wft_cond {
 	struct wft_waitq q;           /* queued records, FIFO; qlock */
 	uint32_t leaving;             /* I4: cancelled records a signaller
 	                               * unlinked, owners not yet back; qlock */
-	uint32_t pad;
+	_Atomic uint32_t destroyed;   /* 1 after a successful destroy, until
+	                               * init; written under qlock */
 	struct wft_waiter *drainer;   /* destroy waiting for I4 to drain; qlock */
 };
 _Static_assert(sizeof(struct wft_cond) <= sizeof(weft_cond_t), "cond fits its public type");
@@ -178,7 +183,8 @@ static struct wft_waiter *drained_locked(struct wft_cond *c)
  * See "Destroy" above.
  * Context: any. May park: yes, briefly (only while cancelled records are
  * still counted, I4; their owners need nothing but c->qlock).
- * Returns: 0, EINVAL (c NULL), EBUSY (a live waiter is queued, or another
+ * After 0, c->destroyed makes every call but init return EINVAL.
+ * Returns: 0, EINVAL (c NULL or already destroyed), EBUSY (a live waiter is queued, or another
  * destroy is already draining c).
  */
 int weft_cond_destroy(weft_cond_t *pc)
@@ -191,8 +197,17 @@ int weft_cond_destroy(weft_cond_t *pc)
 	if (!pc)
 		return EINVAL;
 	wft_slock_lock(&c->qlock);
-	if (wft_waitq_empty(&c->q) && c->leaving == 0)
+	/* relaxed: under qlock */
+	if (wft_load(&c->destroyed, relaxed)) {
+		err = EINVAL;
 		goto out;
+	}
+	if (wft_waitq_empty(&c->q) && c->leaving == 0) {
+		/* relaxed: under qlock; signal's lockless look at it is a
+		 * use-after-destroy check, racing only with a caller's bug */
+		wft_store(&c->destroyed, 1, relaxed);
+		goto out;
+	}
 	if (c->drainer != NULL) {
 		err = EBUSY;
 		goto out;
@@ -211,6 +226,9 @@ int weft_cond_destroy(weft_cond_t *pc)
 	 * wakes us (drained_locked). */
 	wft_waiter_init(&self);
 	c->drainer = &self;
+	/* relaxed: as above. Marked now, while we wait: the owners still
+	 * leaving only unlink themselves, which does not look at it */
+	wft_store(&c->destroyed, 1, relaxed);
 	wft_slock_unlock(&c->qlock);
 	while (wft_waiter_wait(&self, WEFT_TIME_INFINITE) != 0)
 		;
@@ -232,14 +250,16 @@ static int wait_common(weft_cond_t *pc, weft_mutex_t *pm, weft_time_t deadline)
 
 	if (!pc || !pm)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	/* relaxed: only the owner itself can make this true */
 	if (wft_mutex_owner(wft_load(&m->state, relaxed)) != id)
-		return EPERM;
+		/* relaxed: a destroyed mutex's word never changes */
+		return wft_load(&m->state, relaxed) == WFT_MUTEX_DESTROYED ? EINVAL : EPERM;
 	wft_swaiter_init(&sw, id);
 
 	wft_slock_lock(&c->qlock);
-	if (c->mutex && c->mutex != m) {
+	/* relaxed: under qlock */
+	if ((c->mutex && c->mutex != m) || wft_load(&c->destroyed, relaxed)) {
 		wft_slock_unlock(&c->qlock);
 		return EINVAL;
 	}
@@ -286,8 +306,9 @@ static int wait_common(weft_cond_t *pc, weft_mutex_t *pm, weft_time_t deadline)
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (c or m NULL, or a different mutex than the current
- * waiters'), EPERM (m not owned by the caller).
+ * Returns: 0, EINVAL (c or m NULL or destroyed, or a different mutex than
+ * the current waiters'), EPERM (m not owned by the caller), EOWNERDEAD (m's
+ * owner exited holding it while we waited; we own m, see weft_mutex_lock).
  */
 int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m)
 {
@@ -323,16 +344,19 @@ static bool take_locked(struct wft_cond *c, struct wft_swaiter *sw, struct wft_w
 
 /* Claim one record (all = false) or all of them, and requeue them on the
  * mutex; wakees go into wq. Cancelled records met on the way are unlinked
- * and counted as leaving (I4). Context: any. May park: no. */
-static void signal_common(struct wft_cond *c, bool all, struct wft_wake_q *wq)
+ * and counted as leaving (I4). Context: any. May park: no.
+ * Returns: 0, EINVAL (c destroyed). */
+static int signal_common(struct wft_cond *c, bool all, struct wft_wake_q *wq)
 {
 	struct wft_waitq list = { NULL, NULL };
 	struct wft_swaiter *sw;
 	struct wft_mutex *m;
 
-	/* relaxed: see "Signal" above (m orders it for a signaller holding m) */
+	/* relaxed: see "Signal" above (m orders it for a signaller holding m).
+	 * A destroyed cond has no waiters, so its check costs nothing here:
+	 * relaxed, use after destroy races only with the caller's own bug */
 	if (wft_load(&c->nwait, relaxed) == 0)
-		return;
+		return wft_load(&c->destroyed, relaxed) ? EINVAL : 0;
 	wft_slock_lock(&c->qlock);
 	m = c->mutex;
 	if (all) {
@@ -348,46 +372,50 @@ static void signal_common(struct wft_cond *c, bool all, struct wft_wake_q *wq)
 	if (!wft_waitq_empty(&list))
 		wft_mutex_requeue(m, &list, wq);   /* I3: cond, then mutex */
 	wft_slock_unlock(&c->qlock);
+	return 0;
 }
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (c NULL).
+ * Returns: 0, EINVAL (c NULL or destroyed).
  */
 int weft_cond_signal(weft_cond_t *c)
 {
 	struct wft_wake_q wq = { 0 };
 
+	int r;
+
 	if (!c)
 		return EINVAL;
-	signal_common(cond_of(c), false, &wq);
+	r = signal_common(cond_of(c), false, &wq);
 	wft_wake_q_flush(&wq);
-	return 0;
+	return r;
 }
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (c NULL).
+ * Returns: 0, EINVAL (c NULL or destroyed).
  */
 int weft_cond_broadcast(weft_cond_t *c)
 {
 	struct wft_wake_q wq = { 0 };
 
+	int r;
+
 	if (!c)
 		return EINVAL;
-	signal_common(cond_of(c), true, &wq);
+	r = signal_common(cond_of(c), true, &wq);
 	wft_wake_q_flush(&wq);
-	return 0;
+	return r;
 }
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (c or wq NULL).
+ * Returns: 0, EINVAL (c or wq NULL, or c destroyed).
  */
 int weft_cond_signal_wq(weft_cond_t *c, weft_wakeq_t *wq)
 {
 	if (!c || !wq)
 		return EINVAL;
-	signal_common(cond_of(c), false, wft_wake_q_of(wq));
-	return 0;
+	return signal_common(cond_of(c), false, wft_wake_q_of(wq));
 }

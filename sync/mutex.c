@@ -24,9 +24,9 @@
  *             (atomic with seeing the lock owned) by a thread about to queue,
  *             under qlock; cleared under qlock when the last record leaves
  *             the queue and no woken waiter is in flight.
- *   HANDOFF   Starvation mode, known in advance: the head waiter has waited
- *             more than WFT_MUTEX_STARVE_NS. Unlock must not release: it
- *             writes the head waiter's id into the owner field and wakes it
+ *   HANDOFF   Starvation mode, known in advance: the head waiter has been
+ *             at the head ("Head time") more than WFT_MUTEX_STARVE_NS.
+ *             Unlock must not release: it writes the head waiter's id into the owner field and wakes it
  *             (result HANDED), so nobody can barge past it; spinners stop.
  *             Set by a woken waiter that lost the race and has waited that
  *             long, together with requeueing itself at the head, under
@@ -78,7 +78,9 @@
  *   now and often win (the lock is re-taken while it is cache-hot, and no
  *   switch is needed). That is what makes a contended mutex fast, and it is
  *   unfair: the woken waiter goes back to the head of the queue. Once a
- *   waiter has waited more than WFT_MUTEX_STARVE_NS (1 ms), the mutex hands
+ *   waiter has been at the head more than WFT_MUTEX_STARVE_NS (1 ms; its
+ *   "head time", the record's since field, not its time in the queue),
+ *   the mutex hands
  *   off: unlock passes ownership straight to that waiter, newcomers queue at
  *   the tail and do not spin. Hand-off mode ends when the waiter that
  *   receives the lock is the last one or the next head has not waited 1 ms.
@@ -165,6 +167,47 @@
  *   spin that fails decays the estimate, so long holds stop spinning. An
  *   OS-thread owner cannot be checked for on_cpu; the budget bounds it.
  *
+ * Head time (sw->since)
+ *   Starvation is measured from the moment a waiter becomes the head of
+ *   the queue (or is picked to be woken from behind it), not from when it
+ *   queued: sw->since is set when the record is pushed onto an empty queue,
+ *   when the record ahead of it leaves (hand-off, wake, timeout), when pick
+ *   takes it from behind the head, and when a cond requeue makes it woken
+ *   or head; 0 means "not at the head yet". A woken waiter that loses keeps
+ *   it (it goes back to the head). Why: a FIFO of N waiters makes every one
+ *   of them wait about N hand-overs whatever the mutex does; measured from
+ *   queueing, every waiter of a long queue (1,024 tasks) was "starving", the
+ *   mutex stayed in hand-off mode for good, and every acquisition cost a
+ *   park and a switch (test-mutex M 1024 fell to half of M 128, M 10000 to
+ *   a quarter). Hand-off cannot shorten a wait that is the queue's length;
+ *   it can only stop a waiter from being passed over, which is what head
+ *   time measures. I5 and I7 bound exactly that: once at the head (or
+ *   woken), a waiter is passed over for at most WFT_MUTEX_STARVE_NS.
+ *
+ * Owner death
+ *   Owner ids carry a generation (sync/mutex.h): a thread that exits
+ *   holding m leaves its old id in the lock word, which no later thread
+ *   (not even one on the same TCB) matches. A locker that is about to
+ *   queue (lock_slow step 3, under qlock) or a trylock that finds m held
+ *   asks owner_dead(): the owner is a weft thread whose TCB has exited,
+ *   is free, or belongs to another generation. It then CASes the dead id
+ *   to its own (flags kept, under qlock) and returns EOWNERDEAD: it owns m,
+ *   and the state m protects may be half-updated (as a robust pthread
+ *   mutex's EOWNERDEAD, without the "consistent" step: the next unlock
+ *   makes m normal again). Why this is safe: I4 - the dead owner never
+ *   writes the word again, every other lockless CAS expects owner 0, and
+ *   the takeover holds qlock. Limits: waiters that queued while the owner
+ *   was alive are not woken by its exit; the first locker that comes later
+ *   takes m over and its unlock wakes them. An OS-thread owner's exit is
+ *   not detected (no cheap liveness test); its reused TLS block gets a new
+ *   generation, so at least nobody inherits it.
+ *
+ * Destroy
+ *   A destroyed mutex holds WFT_MUTEX_DESTROYED (sync/mutex.h), an owner id
+ *   nobody has: the fast path's CAS from 0 fails and every slow path
+ *   checks for it first, so lock, trylock, timedlock, unlock and a second
+ *   destroy return EINVAL at no cost on the fast paths.
+ *
  * Rejected alternatives
  *   - A plain store for unlock (a spinlock's release): no way to see a
  *     waiter that queued just before without a StoreLoad fence, which costs
@@ -176,6 +219,12 @@
  *   - Detecting starvation only in the woken waiter (Go): it may never run
  *     while the unlocker keeps its worker (no preemption here), so the
  *     unlocker checks (I5, I7).
+ *   - Yielding instead of parking when our worker has other work and the
+ *     owner runs (a spinner whose PAUSE is a switch, bounded to 16 yields /
+ *     20 us, then queue): tried for test-mutex V, where a waiter whose
+ *     worker has runnable threads parks at once. One sitting, 5 alternating
+ *     runs, medians: V 16 220k vs 346k ops/s, V 128 410k vs 455k (worse);
+ *     M 1024 2.07 M vs 1.12 M (better, ranges overlapping). Not kept.
  *   - An MCS queue of spinners: the single spinner slot gets the main win
  *     (no lock-word bouncing) on machines with few workers; others park.
  */
@@ -200,10 +249,11 @@
  * the ~20 ns clock read is under 10% of the spin). */
 #define WFT_MUTEX_SPIN_CLOCK_EVERY 8
 
-/* Starvation threshold: a waiter (queued, or woken and in flight) that has
- * waited this long is handed the lock by the next contended unlock (I5, I7),
- * and a woken waiter that loses the race after this long sets HANDOFF (Go's
- * 1 ms: long against a critical section, short against a human). */
+/* Starvation threshold: a waiter (the queue's head, or woken and in
+ * flight) that has been at the head this long ("Head time") is handed the
+ * lock by the next contended unlock (I5, I7), and a woken waiter that loses
+ * the race after this long sets HANDOFF (Go's 1 ms: long against a critical
+ * section, short against a human). */
 #define WFT_MUTEX_STARVE_NS 1000000
 
 /* Rotation: while a spinner is active (I6) queued waiters are not woken, so
@@ -217,10 +267,71 @@
  * (tens of us on this VM class) and a few rounds of competition. */
 #define WFT_MUTEX_ROTATE_NS (WFT_MUTEX_STARVE_NS / 4)
 
-/* The OS-thread owner id lives here (waitq.h). */
+/* The OS-thread owner id lives here (waitq.h); its value is the thread's
+ * lock generation (mutex.h), 0 until the thread first locks. */
 __thread uint64_t wft_mutex_os_id __attribute__((tls_model("initial-exec")));
 
-_Static_assert(_Alignof(struct weft_thread) >= 8, "owner ids need 3 low bits");
+/* OS-thread lock generations; relaxed: only uniqueness matters */
+static _Atomic uint64_t os_gens;
+
+uint64_t wft_lock_os_gen(void)
+{
+	return wft_fadd(&os_gens, 1, relaxed) + 1;
+}
+
+/* Is generation counter value cur (a TCB's t->seq, or the generation in
+ * its join word) newer than the generation in owner id o? 16-bit serial
+ * number arithmetic: "newer" is up to 32,767 reuses ahead. An older value
+ * (a stale read) is never "newer", so a stale read can only make a dead
+ * owner look alive, never the reverse. */
+static bool gen_newer(uint64_t cur, uintptr_t o)
+{
+	uint16_t d = (uint16_t)(cur - (uint64_t)(o >> WFT_LOCK_GEN_SHIFT));
+
+	return d != 0 && d < 0x8000;
+}
+
+/*
+ * Owner death ("Owner death" in the header comment): has the weft thread
+ * named by owner id o exited, or has its TCB been reused since it locked?
+ * The join word carries the TCB's current generation (runtime/thread.c
+ * "Join protocol"): a newer one means reused; the owner's own one in an
+ * exited or free state means exited. A join word that names a joiner has
+ * no generation: then t->seq says whether the TCB was reused.
+ * OS-thread owners cannot be checked: false.
+ * Why a wrong "dead" cannot happen: the owner's generation was stored in
+ * t->seq and the join word before the owner first ran, so no read that we
+ * make after its lock can show an older owner as newer (gen_newer refuses
+ * stale values), and the exited/free codes are written only at its exit.
+ * Context: any. May park: no.
+ */
+static bool owner_dead(uintptr_t o)
+{
+	struct weft_thread *t;
+	uintptr_t js;
+	unsigned code;
+
+	if (o == 0 || (o & WFT_ID_OS))
+		return false;
+	t = wft_lock_id_thread(o);
+	/* acquire: a type-stable TCB (runtime/thread.c I1); pairs with the
+	 * release of the exit's and the joiner's RMWs on the join word. The
+	 * takeover that acts on a "dead" answer is a CAS that expects the dead
+	 * owner's id, and a dead owner never writes the lock word again */
+	js = wft_load(&t->jstate, acquire);
+	if (WFT_JS_IS_JOINER(js))
+		/* relaxed, and a plain field: it changes only when the TCB is
+		 * respawned, which is what we look for; a torn or stale read
+		 * is impossible for an aligned word on our targets and an old
+		 * value reads as "alive" (gen_newer) */
+		return gen_newer(__atomic_load_n(&t->seq, __ATOMIC_RELAXED), o);
+	if (gen_newer(WFT_JS_GEN(js), o))
+		return true;
+	if ((uint16_t)WFT_JS_GEN(js) != (uint16_t)(o >> WFT_LOCK_GEN_SHIFT))
+		return false;    /* an older generation: a stale read */
+	code = WFT_JS_CODE(js);
+	return code == WFT_J_EXITED || code == WFT_J_EXITED_T || code == WFT_J_FREE;
+}
 
 #define MSTAT(name) wft_stat_inc_any(wft_worker_self(), name)
 
@@ -299,7 +410,7 @@ static bool try_spin(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		 * type-stable while the runtime runs, so a stale owner only
 		 * makes us spin or stop one iteration late */
 		if (!(o & WFT_ID_OS) &&
-		    !wft_load(&((struct weft_thread *)o)->on_cpu, relaxed))
+		    !wft_load(&wft_lock_id_thread(o)->on_cpu, relaxed))
 			break;           /* owner not running: it will not release soon */
 		if (w && wft_worker_has_work(w))
 			break;           /* our worker has work: run it instead */
@@ -322,12 +433,33 @@ static bool try_spin(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 	return won;
 }
 
+/* "Head time": the record at the head of the queue (if any) gets its head
+ * time now unless it has one. *now caches the clock (NULL: read it).
+ * Locks: m->qlock. */
+static void head_time_locked(struct wft_mutex *m, weft_time_t *now)
+{
+	struct wft_swaiter *h = wft_waitq_first(&m->q);
+	weft_time_t t;
+
+	if (!h || h->since != 0)
+		return;
+	if (now) {
+		if (*now == 0)
+			*now = wft_now();
+		t = *now;
+	} else {
+		t = wft_now();
+	}
+	h->since = t;
+}
+
 /* Unlink a timed-out record and keep I1/I2. Locks: m->qlock. */
 static void dequeue_locked(struct wft_mutex *m, struct wft_swaiter *sw)
 {
 	bool was_head = wft_waitq_first(&m->q) == sw;
 
 	wft_waitq_remove(&m->q, sw);
+	head_time_locked(m, NULL);
 	/* relaxed: flag edits under qlock; the owner's release CAS is an RMW of
 	 * the same word, so it sees the result either way (see above) */
 	if (wft_waitq_empty(&m->q))
@@ -351,7 +483,8 @@ static void unwoken_locked(struct wft_mutex *m)
  * initialised when inited is true); woken says that we are m's woken waiter
  * (m->woken == sw, ours to clear, and the lock may be handed to us, I7).
  * Context: any. May park: yes.
- * Returns: 0, ETIMEDOUT.
+ * Returns: 0, ETIMEDOUT, EINVAL (destroyed), EOWNERDEAD (taken over from an
+ * owner that exited; we own m).
  */
 __attribute__((noinline, cold))
 static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self,
@@ -369,6 +502,8 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		v = wft_load(&m->state, acquire);
 		if (woken && wft_mutex_owner(v) == id)
 			goto got;
+		if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+			return EINVAL;   /* destroyed, so nobody waits on it */
 		while (wft_mutex_owner(v) == 0) {
 			/* acquire: pairs with the release CAS/store of the unlock */
 			if (wft_cas(&m->state, &v, v | id, acquire))
@@ -383,8 +518,6 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 			wft_swaiter_init(sw, id);
 			inited = true;
 		}
-		if (sw->since == 0)
-			sw->since = now;
 		wft_slock_lock(&m->qlock);
 		/* relaxed: the CAS below decides; qlock orders a hand-off */
 		v = wft_load(&m->state, relaxed);
@@ -408,6 +541,19 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 				}
 				continue;
 			}
+			if (wft_unlikely(owner_dead(wft_mutex_owner(v)))) {
+				/* "Owner death": take it over, flags kept (our
+				 * unlock serves the queue). acquire: the dead
+				 * owner's writes, as far as they got. Safe by I4:
+				 * a dead owner never unlocks, and we hold qlock. */
+				if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire)) {
+					if (woken)
+						unwoken_locked(m);
+					wft_slock_unlock(&m->qlock);
+					return EOWNERDEAD;
+				}
+				continue;
+			}
 			if (deadline != WEFT_TIME_INFINITE && now >= deadline) {
 				if (woken)
 					unwoken_locked(m);   /* I3: the owner's unlock wakes the next */
@@ -424,11 +570,14 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 				break;
 		}
 		if (woken) {
-			/* back at the head; WAITERS stays set (I1: queue non-empty) */
+			/* back at the head, with its head time ("Head time");
+			 * WAITERS stays set (I1: queue non-empty) */
 			m->woken = NULL;
 			woken = false;
 			wft_waitq_push_front(&m->q, sw);
 		} else {
+			/* "Head time": starts now if we are the head */
+			sw->since = wft_waitq_empty(&m->q) ? now : 0;
 			wft_waitq_push_back(&m->q, sw);
 		}
 		wft_slock_unlock(&m->qlock);
@@ -472,19 +621,22 @@ static int lock_common(weft_mutex_t *pm, weft_time_t deadline)
 
 	if (!pm)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	/* acquire: the critical section must not start before we own the lock;
 	 * pairs with the release CAS/store of the previous owner's unlock */
 	if (wft_likely(wft_cas(&m->state, &v, id, acquire)))
 		return 0;
 	if (wft_mutex_owner(v) == id)
 		return EDEADLK;
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
 	return lock_slow(m, id, self, deadline, &sw, false, false);
 }
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (m NULL), EDEADLK (already owned by the caller).
+ * Returns: 0, EINVAL (m NULL or destroyed), EDEADLK (already owned by the
+ * caller), EOWNERDEAD (the owner exited holding m; the caller owns it now).
  */
 int weft_mutex_lock(weft_mutex_t *m)
 {
@@ -493,7 +645,7 @@ int weft_mutex_lock(weft_mutex_t *m)
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (m NULL), EDEADLK (already owned by the caller), ETIMEDOUT.
+ * Returns: as weft_mutex_lock, plus ETIMEDOUT.
  */
 int weft_mutex_timedlock(weft_mutex_t *m, weft_time_t deadline)
 {
@@ -501,8 +653,33 @@ int weft_mutex_timedlock(weft_mutex_t *m, weft_time_t deadline)
 }
 
 /*
+ * trylock found the owner dead: take m over under qlock, as lock_slow does.
  * Context: any. May park: no.
- * Returns: 0, EINVAL (m NULL), EBUSY (owned by anyone, including the caller).
+ * Returns: EOWNERDEAD (we own m), EBUSY (someone else took it first).
+ */
+static int take_dead(struct wft_mutex *m, uintptr_t id)
+{
+	uintptr_t v;
+	int r = EBUSY;
+
+	wft_slock_lock(&m->qlock);
+	/* relaxed: acted on only through the CAS */
+	v = wft_load(&m->state, relaxed);
+	while (owner_dead(wft_mutex_owner(v))) {
+		/* acquire: as in lock_slow's takeover */
+		if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire)) {
+			r = EOWNERDEAD;
+			break;
+		}
+	}
+	wft_slock_unlock(&m->qlock);
+	return r;
+}
+
+/*
+ * Context: any. May park: no.
+ * Returns: 0, EINVAL (m NULL or destroyed), EBUSY (owned by anyone,
+ * including the caller), EOWNERDEAD (as weft_mutex_lock).
  */
 int weft_mutex_trylock(weft_mutex_t *pm)
 {
@@ -512,7 +689,7 @@ int weft_mutex_trylock(weft_mutex_t *pm)
 
 	if (!pm)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	/* acquire: as in lock_common */
 	if (wft_likely(wft_cas(&m->state, &v, id, acquire)))
 		return 0;
@@ -520,6 +697,10 @@ int weft_mutex_trylock(weft_mutex_t *pm)
 		/* acquire: as above (normal mode allows barging) */
 		if (wft_cas(&m->state, &v, v | id, acquire))
 			return 0;
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
+	if (wft_unlikely(owner_dead(wft_mutex_owner(v))))
+		return take_dead(m, id);
 	return EBUSY;
 }
 
@@ -531,6 +712,8 @@ int wft_mutex_lock_id(struct wft_mutex *m, uintptr_t id, struct weft_thread *sel
 	/* acquire: as in lock_common */
 	if (wft_cas(&m->state, &v, id, acquire))
 		return 0;
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
 	return lock_slow(m, id, self, WEFT_TIME_INFINITE, &sw, false, false);
 }
 
@@ -547,7 +730,7 @@ int wft_mutex_relock(struct wft_mutex *m, struct wft_swaiter *sw, struct weft_th
 /* ---------------------------------------------------------------------- */
 /* Unlock. */
 
-/* Has sw waited long enough to be owed the lock (I5, I7)? */
+/* Has sw been at the head long enough to be owed the lock (I5, I7)? */
 static bool starving(struct wft_swaiter *sw, weft_time_t *now)
 {
 	if (*now == 0)
@@ -555,7 +738,8 @@ static bool starving(struct wft_swaiter *sw, weft_time_t *now)
 	return *now - sw->since >= WFT_MUTEX_STARVE_NS;
 }
 
-/* Has the head waited long enough to be woken despite a spinner (I6)? */
+/* Has the head been at the head long enough to be woken despite a spinner
+ * (I6)? */
 static bool rotate(struct wft_swaiter *head, weft_time_t *now)
 {
 	if (*now == 0)
@@ -585,6 +769,8 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	uintptr_t nv;
 	bool wake;
 
+	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
+		return EINVAL;
 	if (wft_mutex_owner(v) != id)
 		return EPERM;
 	wft_slock_lock(&m->qlock);
@@ -596,6 +782,7 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 		sw = wft_waitq_first(&m->q);
 		if (sw && ((v & WFT_MUTEX_HANDOFF) || starving(sw, &now))) {
 			wft_waitq_remove(&m->q, sw);
+			head_time_locked(m, &now);
 			sw->w.result = WFT_SW_HANDED;
 			wake = true;
 		} else {
@@ -631,6 +818,14 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	    (!wft_load(&m->spinner, relaxed) || rotate(next, &now)) &&
 	    (sw = wft_wake_q_pick(&m->q, WFT_PICK_RUN_NOW)) != NULL) {
 		wft_waitq_remove(&m->q, sw);
+		/* a picked non-head starts its head time now; the new head
+		 * (if the head was picked) too */
+		if (sw->since == 0) {
+			if (now == 0)
+				now = wft_now();
+			sw->since = now;
+		}
+		head_time_locked(m, &now);
 		sw->w.result = WFT_SW_COMPETE;
 		m->woken = sw;
 	}
@@ -658,7 +853,8 @@ int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (m NULL), EPERM (the caller does not own m).
+ * Returns: 0, EINVAL (m NULL or destroyed), EPERM (the caller does not own
+ * m).
  */
 int weft_mutex_unlock(weft_mutex_t *pm)
 {
@@ -667,7 +863,7 @@ int weft_mutex_unlock(weft_mutex_t *pm)
 
 	if (!pm)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	return wft_mutex_unlock_id(wft_mutex_of(pm), id);
 }
 
@@ -685,8 +881,9 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 	now = wft_now();
 	for (sw = wft_waitq_first(list); sw; sw = wft_waitq_next(sw)) {
 		/* sw->claim is already WFT_SW_CLAIMED ("on the mutex"): cond.c
-		 * claimed each record by CAS before handing it over */
-		sw->since = now;
+		 * claimed each record by CAS before handing it over. Head time
+		 * is set below for the one that becomes woken or head. */
+		sw->since = 0;
 		sw->skips = 0;
 	}
 	wft_slock_lock(&m->qlock);
@@ -696,6 +893,7 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 		if (wft_mutex_owner(v) == 0 && !m->woken) {
 			/* Free and nobody in flight: the first one competes now. */
 			sw = wft_waitq_pop_front(list);
+			sw->since = now;
 			sw->w.result = WFT_SW_COMPETE;
 			m->woken = sw;
 			wft_wake_q_add(wq, &sw->w);
@@ -708,6 +906,7 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 			break;
 	}
 	wft_waitq_splice_back(&m->q, list);
+	head_time_locked(m, &now);
 	wft_slock_unlock(&m->qlock);
 }
 
@@ -727,20 +926,25 @@ int weft_mutex_init(weft_mutex_t *m)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (m NULL), EBUSY (locked, waited on, or a woken waiter
- * or spinner is still on its way).
+ * Returns: 0, EINVAL (m NULL or already destroyed), EBUSY (locked, waited
+ * on, or a woken waiter or spinner is still on its way).
+ * After 0 the lock word holds WFT_MUTEX_DESTROYED, so later calls (until
+ * weft_mutex_init) return EINVAL instead of locking freed state.
  */
 int weft_mutex_destroy(weft_mutex_t *pm)
 {
 	struct wft_mutex *m = wft_mutex_of(pm);
-	bool busy;
+	uintptr_t v = 0;
+	int r = 0;
 
 	if (!pm)
 		return EINVAL;
 	wft_slock_lock(&m->qlock);
-	/* relaxed: a snapshot; destroying a mutex in use is the caller's race */
-	busy = wft_load(&m->state, relaxed) != 0 || m->woken != NULL || !wft_waitq_empty(&m->q) ||
-	       wft_load(&m->spinner, relaxed) != 0;
+	/* relaxed: destroying a mutex in use is the caller's race; the CAS
+	 * only keeps a racing lock from being overwritten */
+	if (m->woken != NULL || !wft_waitq_empty(&m->q) || wft_load(&m->spinner, relaxed) != 0 ||
+	    !wft_cas(&m->state, &v, WFT_MUTEX_DESTROYED, relaxed))
+		r = v == WFT_MUTEX_DESTROYED ? EINVAL : EBUSY;
 	wft_slock_unlock(&m->qlock);
-	return busy ? EBUSY : 0;
+	return r;
 }

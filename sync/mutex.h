@@ -13,6 +13,68 @@
 #define WFT_MUTEX_HANDOFF ((uintptr_t)2)
 #define WFT_MUTEX_FLAGS   (WFT_MUTEX_WAITERS | WFT_MUTEX_HANDOFF)
 
+/* The lock word of a destroyed mutex: an OS-tagged owner id at address 8,
+ * which no thread has (so the fast path's CAS from 0 fails and nobody
+ * dereferences it), with no flag set. Every call but init returns EINVAL
+ * on it. */
+#define WFT_MUTEX_DESTROYED (WFT_ID_OS | (uintptr_t)8)
+
+/* ---------------------------------------------------------------------- */
+/* Lock owner ids with a generation (mutex, rwlock writer, cond waiters).
+ *
+ * An owner id is the TCB address of a weft thread (or the address of an OS
+ * thread's thread-local word, tagged WFT_ID_OS; sync/waitq.h), with a 16-bit
+ * generation in bits 48..63: the low bits of the TCB's reuse count t->seq,
+ * or, for an OS thread, a number drawn from a global counter the first time
+ * the thread locks anything. So a thread that exits holding a lock does not
+ * leave it owned by the next thread that gets the same TCB (or the same TLS
+ * block): the newcomer's id differs in the generation, its lock does not
+ * return EDEADLK, its unlock returns EPERM, and the mutex can tell that its
+ * weft owner has exited (mutex.c "Owner death"). The generation wraps after
+ * 65,536 reuses of one TCB between the exit and the check, which is where
+ * detection stops being certain.
+ *
+ * User-space addresses on x86-64 and arm64 Linux are below 2^48 (above it
+ * only when mmap is given such a hint, which neither malloc nor the TCB and
+ * stack allocators do), so bits 48..63 of an address are free. */
+#define WFT_LOCK_GEN_SHIFT 48
+#define WFT_LOCK_ADDR_MASK ((((uintptr_t)1 << WFT_LOCK_GEN_SHIFT) - 1) & ~(uintptr_t)7)
+
+/* Next OS-thread generation (mutex.c). */
+uint64_t wft_lock_os_gen(void);
+
+static inline uintptr_t wft_lock_gen_id(uintptr_t addr, uint64_t gen)
+{
+	WFT_ASSERT((addr >> WFT_LOCK_GEN_SHIFT) == 0);
+	return addr | (uintptr_t)(gen << WFT_LOCK_GEN_SHIFT);
+}
+
+/* Owner id of the caller (with its generation); *tp receives the TCB (NULL
+ * on an OS thread). On every lock and unlock, so inline.
+ * Context: any. */
+static inline uintptr_t wft_lock_self_id(struct weft_thread **tp)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct weft_thread *t = w ? w->current : NULL;
+	uint64_t g;
+
+	*tp = t;
+	/* t->seq: our own TCB's reuse count, written by the spawner before we
+	 * first ran (ordered by the spawn's publication), never while we run */
+	if (wft_likely(t != NULL))
+		return wft_lock_gen_id((uintptr_t)t, t->seq);
+	g = wft_mutex_os_id;
+	if (wft_unlikely(g == 0))
+		wft_mutex_os_id = g = wft_lock_os_gen();
+	return wft_lock_gen_id((uintptr_t)&wft_mutex_os_id, g) | WFT_ID_OS;
+}
+
+/* The TCB of a weft-thread owner id (not WFT_ID_OS). */
+static inline struct weft_thread *wft_lock_id_thread(uintptr_t id)
+{
+	return (struct weft_thread *)(id & WFT_LOCK_ADDR_MASK);
+}
+
 struct wft_mutex {
 	_Atomic uintptr_t state;      /* owner id | WAITERS | HANDOFF */
 	struct wft_slock qlock;       /* q, woken, and every flag change */

@@ -79,13 +79,18 @@
  *   - Writer preference only: readers starve under a stream of writers.
  *   - Reader preference (glibc default): writers starve.
  */
-#include "sync/waitq.h"
+#include "sync/mutex.h"
 
 #define WFT_RW_WRITER ((uint64_t)1)
 #define WFT_RW_WWAIT  ((uint64_t)2)
 #define WFT_RW_RWAIT  ((uint64_t)4)
 #define WFT_RW_READER ((uint64_t)8)
 #define WFT_RW_FLAGS  (WFT_RW_WRITER | WFT_RW_WWAIT | WFT_RW_RWAIT)
+/* The word of a destroyed rwlock: WRITER with a reader count, which I1
+ * rules out for a live lock. Every lockless CAS fails on it (readers need
+ * no WRITER, writers need 0), and each slow path checks for it first, so
+ * every call but init returns EINVAL after a destroy. */
+#define WFT_RW_DESTROYED (WFT_RW_WRITER | WFT_RW_READER)
 /* Most read holds at once (EAGAIN beyond, like pthread's). */
 #define WFT_RW_MAX_READERS ((uint64_t)INT32_MAX)
 
@@ -122,21 +127,25 @@ int weft_rwlock_init(weft_rwlock_t *rw)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (rw NULL), EBUSY (held or waited on).
+ * Returns: 0, EINVAL (rw NULL or already destroyed), EBUSY (held or waited
+ * on).
  */
 int weft_rwlock_destroy(weft_rwlock_t *prw)
 {
 	struct wft_rwlock *rw = rw_of(prw);
-	bool busy;
+	uint64_t v = 0;
+	int r = 0;
 
 	if (!prw)
 		return EINVAL;
 	wft_slock_lock(&rw->qlock);
-	/* relaxed: a snapshot */
-	busy = wft_load(&rw->state, relaxed) != 0 || !wft_waitq_empty(&rw->rq) ||
-	       !wft_waitq_empty(&rw->wq);
+	/* relaxed: destroying a lock in use is the caller's race; the CAS only
+	 * keeps a racing lockless lock from being overwritten */
+	if (!wft_waitq_empty(&rw->rq) || !wft_waitq_empty(&rw->wq) ||
+	    !wft_cas(&rw->state, &v, WFT_RW_DESTROYED, relaxed))
+		r = v == WFT_RW_DESTROYED ? EINVAL : EBUSY;
 	wft_slock_unlock(&rw->qlock);
-	return busy ? EBUSY : 0;
+	return r;
 }
 
 /* Grant every queued reader: unlink them into q and return how many.
@@ -216,6 +225,10 @@ static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t 
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
 	for (;;) {
+		if (wft_unlikely(v == WFT_RW_DESTROYED)) {
+			wft_slock_unlock(&rw->qlock);
+			return EINVAL;
+		}
 		if (kind == KIND_READ && !(v & (WFT_RW_WRITER | WFT_RW_WWAIT))) {
 			if (readers(v) >= WFT_RW_MAX_READERS) {
 				wft_slock_unlock(&rw->qlock);
@@ -288,9 +301,11 @@ static int rdlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 		if (wft_cas_weak(&rw->state, &v, v + WFT_RW_READER, acquire))
 			return 0;
 	}
+	if (wft_unlikely(v == WFT_RW_DESTROYED))
+		return EINVAL;
 	if (try)
 		return EBUSY;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	/* relaxed: only we can have stored our own id */
 	if ((v & WFT_RW_WRITER) && wft_load(&rw->wowner, relaxed) == id)
 		return EDEADLK;
@@ -306,13 +321,15 @@ static int wrlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 
 	if (!prw)
 		return EINVAL;
-	id = wft_sync_self_id(&self);
+	id = wft_lock_self_id(&self);
 	/* acquire: pairs with the release of the previous holders */
 	if (wft_likely(wft_cas(&rw->state, &v, WFT_RW_WRITER, acquire))) {
 		/* relaxed: see grant_writer_locked */
 		wft_store(&rw->wowner, id, relaxed);
 		return 0;
 	}
+	if (wft_unlikely(v == WFT_RW_DESTROYED))
+		return EINVAL;
 	/* relaxed: only we can have stored our own id */
 	if ((v & WFT_RW_WRITER) && wft_load(&rw->wowner, relaxed) == id)
 		return try ? EBUSY : EDEADLK;
@@ -323,7 +340,7 @@ static int wrlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (rw NULL), EDEADLK (the caller holds it for writing),
+ * Returns: 0, EINVAL (rw NULL or destroyed), EDEADLK (the caller holds it for writing),
  * EAGAIN (too many read holds).
  */
 int weft_rwlock_rdlock(weft_rwlock_t *rw)
@@ -333,7 +350,7 @@ int weft_rwlock_rdlock(weft_rwlock_t *rw)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (rw NULL), EBUSY (a writer holds it or waits), EAGAIN.
+ * Returns: 0, EINVAL (rw NULL or destroyed), EBUSY (a writer holds it or waits), EAGAIN.
  */
 int weft_rwlock_tryrdlock(weft_rwlock_t *rw)
 {
@@ -351,7 +368,7 @@ int weft_rwlock_timedrdlock(weft_rwlock_t *rw, weft_time_t deadline)
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (rw NULL), EDEADLK (the caller holds it for writing).
+ * Returns: 0, EINVAL (rw NULL or destroyed), EDEADLK (the caller holds it for writing).
  */
 int weft_rwlock_wrlock(weft_rwlock_t *rw)
 {
@@ -360,7 +377,7 @@ int weft_rwlock_wrlock(weft_rwlock_t *rw)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (rw NULL), EBUSY (held, including by the caller).
+ * Returns: 0, EINVAL (rw NULL or destroyed), EBUSY (held, including by the caller).
  */
 int weft_rwlock_trywrlock(weft_rwlock_t *rw)
 {
@@ -451,7 +468,7 @@ static void rdunlock_slow(struct wft_rwlock *rw)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (rw NULL), EPERM (not held, or held for writing by
+ * Returns: 0, EINVAL (rw NULL or destroyed), EPERM (not held, or held for writing by
  * another thread).
  */
 int weft_rwlock_unlock(weft_rwlock_t *prw)
@@ -466,7 +483,9 @@ int weft_rwlock_unlock(weft_rwlock_t *prw)
 	/* relaxed: acted on through the CASes */
 	v = wft_load(&rw->state, relaxed);
 	if (v & WFT_RW_WRITER) {
-		id = wft_sync_self_id(&self);
+		if (wft_unlikely(v == WFT_RW_DESTROYED))
+			return EINVAL;
+		id = wft_lock_self_id(&self);
 		/* relaxed: only we can have stored our own id */
 		if (wft_load(&rw->wowner, relaxed) != id)
 			return EPERM;

@@ -3,7 +3,8 @@
  *
  * basic      producer/consumer with a predicate; signal/broadcast with no
  *            waiters; init/destroy; signal_wq + flush
- * errors     NULL, EPERM (mutex not owned), EINVAL (second mutex), EBUSY
+ * errors     NULL, EPERM (mutex not owned), EINVAL (second mutex), EBUSY;
+ *            use after destroy of the cond or the mutex (EINVAL)
  * semantics  signal wakes exactly one waiter, broadcast wakes all, no
  *            spurious returns; broadcast under the mutex moves waiters to
  *            the mutex (they run one at a time); broadcast with the mutex
@@ -116,6 +117,7 @@ struct ew {
 	weft_cond_t *c;
 	weft_mutex_t *m;
 	_Atomic int rc;
+	_Atomic int started;      /* set while holding m, before the wait */
 };
 
 static void ew_body(int idx, void *arg)
@@ -124,13 +126,24 @@ static void ew_body(int idx, void *arg)
 
 	(void)idx;
 	WT_CHECK(weft_mutex_lock(e->m) == 0);
+	atomic_store(&e->started, 1);
 	atomic_store(&e->rc, weft_cond_wait(e->c, e->m));
 	WT_CHECK(weft_mutex_unlock(e->m) == 0);
 }
 
-static int cond_destroy_fn(void *c)
+static int load_int_fn(void *p)
 {
-	return weft_cond_destroy(c);
+	return atomic_load((_Atomic int *)p);
+}
+
+/* Wait until a waiter that set *flag while holding m is queued on its cond:
+ * the wait queues the record before it releases m, so once we get m after
+ * the flag it is queued. (A probe by destroy would destroy an empty cond.) */
+static void wait_cond_queued(_Atomic int *flag, weft_mutex_t *m)
+{
+	ck_assert_int_eq(sc_until(load_int_fn, flag, 1), 1);
+	ck_assert_int_eq(weft_mutex_lock(m), 0);
+	ck_assert_int_eq(weft_mutex_unlock(m), 0);
 }
 
 START_TEST(test_errors)
@@ -158,7 +171,8 @@ START_TEST(test_errors)
 	/* a waiter on m: a second mutex is refused, destroy is EBUSY */
 	atomic_init(&e.rc, -1);
 	sc_start(&g, 1, 0, ew_body, &e);
-	ck_assert_int_eq(sc_until(cond_destroy_fn, &c, EBUSY), EBUSY);
+	wait_cond_queued(&e.started, &m);
+	ck_assert_int_eq(weft_cond_destroy(&c), EBUSY);
 	ck_assert_int_eq(weft_mutex_lock(&m2), 0);
 	ck_assert_int_eq(weft_cond_timedwait(&c, &m2, sc_ms(1)), EINVAL);
 	ck_assert_int_eq(weft_mutex_unlock(&m2), 0);
@@ -171,6 +185,60 @@ START_TEST(test_errors)
 	ck_assert_int_eq(weft_mutex_unlock(&m2), 0);
 	ck_assert_int_eq(weft_cond_destroy(&c), 0);
 	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* Use after destroy: EINVAL for wait, timedwait, signal, broadcast,
+ * signal_wq and a second destroy; a destroyed mutex is EINVAL for wait;
+ * init makes the cond usable again. */
+static void cond_destroyed_body(int idx, void *arg)
+{
+	weft_cond_t *c = arg;
+	weft_mutex_t m = WEFT_MUTEX_INITIALIZER;
+	weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
+
+	(void)idx;
+	WT_CHECK(weft_mutex_lock(&m) == 0);
+	WT_CHECK(weft_cond_timedwait(c, &m, sc_ms(2000)) == EINVAL);
+	WT_CHECK(weft_cond_wait(c, &m) == EINVAL);
+	WT_CHECK(weft_mutex_unlock(&m) == 0);
+	WT_CHECK(weft_cond_signal(c) == EINVAL);
+	WT_CHECK(weft_cond_broadcast(c) == EINVAL);
+	WT_CHECK(weft_cond_signal_wq(c, &wq) == EINVAL);
+	WT_CHECK(weft_wakeq_flush(&wq) == 0);
+	WT_CHECK(weft_cond_destroy(c) == EINVAL);
+}
+
+START_TEST(test_destroyed)
+{
+	weft_cond_t c = WEFT_COND_INITIALIZER, c2 = WEFT_COND_INITIALIZER;
+	weft_mutex_t m = WEFT_MUTEX_INITIALIZER;
+
+	wt_init(1);
+	ck_assert_int_eq(weft_cond_destroy(&c), 0);
+	/* from the test thread (OS thread), then a weft and an OS thread; the
+	 * timed waits are bounded: before the fix they waited */
+	ck_assert_int_eq(weft_mutex_lock(&m), 0);
+	ck_assert_int_eq(weft_cond_timedwait(&c, &m, sc_ms(2000)), EINVAL);
+	ck_assert_int_eq(weft_mutex_unlock(&m), 0);
+	ck_assert_int_eq(weft_cond_signal(&c), EINVAL);
+	ck_assert_int_eq(weft_cond_broadcast(&c), EINVAL);
+	ck_assert_int_eq(weft_cond_destroy(&c), EINVAL);
+	sc_run(1, 1, cond_destroyed_body, &c);
+	wt_assert_no_failure();
+	/* a destroyed mutex */
+	ck_assert_int_eq(weft_mutex_destroy(&m), 0);
+	ck_assert_int_eq(weft_cond_timedwait(&c2, &m, sc_ms(2000)), EINVAL);
+	ck_assert_int_eq(weft_mutex_init(&m), 0);
+	/* init again: usable */
+	ck_assert_int_eq(weft_cond_init(&c), 0);
+	ck_assert_int_eq(weft_mutex_lock(&m), 0);
+	ck_assert_int_eq(weft_cond_timedwait(&c, &m, sc_ms(1)), ETIMEDOUT);
+	ck_assert_int_eq(weft_mutex_unlock(&m), 0);
+	ck_assert_int_eq(weft_cond_signal(&c), 0);
+	ck_assert_int_eq(weft_cond_destroy(&c), 0);
+	ck_assert_int_eq(weft_cond_destroy(&c2), 0);
 	wt_shutdown();
 }
 END_TEST
@@ -458,8 +526,12 @@ START_TEST(test_timeout)
 
 		atomic_store(&t.t0, 0);
 		sc_start(&g, 1, 0, to_body, &t);
-		ck_assert_int_eq(sc_until(cond_destroy_fn, &t.c, EBUSY), EBUSY);
+		/* t0 is stored while the waiter holds m, before it queues and
+		 * releases m: once we hold m after seeing t0, it is queued */
+		while (atomic_load(&t.t0) == 0)
+			sc_sleep_ms(1);
 		weft_mutex_lock(&t.m);
+		ck_assert_int_eq(weft_cond_destroy(&t.c), EBUSY);
 		got = weft_now_ns();
 		due = atomic_load(&t.t0) + t.timeout;
 		if (got < due) {
@@ -655,6 +727,7 @@ static Suite *cond_suite(void)
 
 	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_destroyed);
 
 	tc = wt_tcase(s, "semantics", 20);
 	tcase_add_loop_test(tc, test_signal_one, 0, wt_nconfigs);

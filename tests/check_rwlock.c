@@ -2,7 +2,8 @@
  * tests/check_rwlock.c - suite "rwlock": weft_rwlock_t.
  *
  * basic      shared reads, exclusive writes, try forms
- * errors     NULL, EPERM, EDEADLK, EBUSY, ETIMEDOUT on a past deadline
+ * errors     NULL, EPERM, EDEADLK, EBUSY, ETIMEDOUT on a past deadline;
+ *            use after destroy (EINVAL)
  * contended  invariants (no reader with a writer, one writer at a time,
  *            exact counter) with weft and OS threads mixed
  * fairness   a writer gets in under a stream of overlapping readers, and
@@ -121,6 +122,43 @@ START_TEST(test_errors)
 	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
 	ck_assert_int_eq(weft_rwlock_destroy(&rw), 0);
 	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
+/* Use after destroy: every call but init is EINVAL (the timed forms are
+ * bounded: before the fix a destroyed lock was simply free). */
+static void rw_destroyed_body(int idx, void *arg)
+{
+	weft_rwlock_t *rw = arg;
+
+	(void)idx;
+	WT_CHECK(weft_rwlock_rdlock(rw) == EINVAL);
+	WT_CHECK(weft_rwlock_wrlock(rw) == EINVAL);
+	WT_CHECK(weft_rwlock_tryrdlock(rw) == EINVAL);
+	WT_CHECK(weft_rwlock_trywrlock(rw) == EINVAL);
+	WT_CHECK(weft_rwlock_timedrdlock(rw, sc_ms(100)) == EINVAL);
+	WT_CHECK(weft_rwlock_timedwrlock(rw, sc_ms(100)) == EINVAL);
+	WT_CHECK(weft_rwlock_unlock(rw) == EINVAL);
+	WT_CHECK(weft_rwlock_destroy(rw) == EINVAL);
+}
+
+START_TEST(test_destroyed)
+{
+	weft_rwlock_t rw = WEFT_RWLOCK_INITIALIZER;
+
+	wt_init(1);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), 0);
+	rw_destroyed_body(0, &rw);
+	sc_run(1, 1, rw_destroyed_body, &rw);
+	wt_assert_no_failure();
+	ck_assert_int_eq(weft_rwlock_init(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_wrlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), EBUSY);
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), 0);
 	wt_shutdown();
 }
 END_TEST
@@ -455,8 +493,8 @@ START_TEST(test_timeout_race)
 	printf("rwlock timeout_race[%s]: ok=%ld timedout=%ld\n", wt_configs[_i].name,
 	       atomic_load(&t->ok), atomic_load(&t->tmo));
 	ck_assert_int_eq(weft_rwlock_destroy(&t->rw), 0);
-	ck_assert_int_eq(weft_rwlock_trywrlock(&t->rw), 0);
-	ck_assert_int_eq(weft_rwlock_unlock(&t->rw), 0);
+	/* destroyed means destroyed: EINVAL, not a lock */
+	ck_assert_int_eq(weft_rwlock_trywrlock(&t->rw), EINVAL);
 	free(t);
 	wt_shutdown();
 }
@@ -472,6 +510,7 @@ static Suite *rwlock_suite(void)
 
 	tc = wt_tcase(s, "errors", 10);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_destroyed);
 
 	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, test_contended, 0, wt_nconfigs);

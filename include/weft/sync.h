@@ -46,27 +46,35 @@ typedef struct weft_mutex {
  * Context: any. */
 WEFT_API int weft_mutex_init(weft_mutex_t *m);
 
-/* Lock m, blocking as long as needed. Returns 0, EINVAL (m NULL), EDEADLK
- * (the caller already owns m). Context: any. May park: yes. */
+/* Lock m, blocking as long as needed. Returns 0, EINVAL (m NULL or
+ * destroyed), EDEADLK (the caller already owns m), EOWNERDEAD (the weft
+ * thread that owned m exited without unlocking it: the caller owns m now,
+ * the data it protects may be inconsistent; the caller's unlock makes m an
+ * ordinary mutex again). Waiters queued before such an exit stay queued
+ * until a later locker takes m over and unlocks it; an OS-thread owner's
+ * exit is not detected. A thread that reuses the dead owner's TCB does not
+ * own m (owner ids carry a generation). Context: any. May park: yes. */
 WEFT_API int weft_mutex_lock(weft_mutex_t *m);
 
-/* Lock m if it is free. Returns 0, EINVAL (m NULL), EBUSY (owned, including
- * by the caller). Context: any. May park: no. */
+/* Lock m if it is free. Returns 0, EINVAL (m NULL or destroyed), EBUSY
+ * (owned, including by the caller), EOWNERDEAD (as weft_mutex_lock).
+ * Context: any. May park: no. */
 WEFT_API int weft_mutex_trylock(weft_mutex_t *m);
 
-/* Lock m, giving up at the absolute deadline. Returns 0, EINVAL (m NULL),
- * EDEADLK (the caller already owns m), ETIMEDOUT. Context: any. May park: yes. */
+/* Lock m, giving up at the absolute deadline. Returns as weft_mutex_lock,
+ * plus ETIMEDOUT. Context: any. May park: yes. */
 WEFT_API int weft_mutex_timedlock(weft_mutex_t *m, weft_time_t deadline);
 
-/* Unlock m; wakes one waiter if there are any. Returns 0, EINVAL (m NULL),
- * EPERM (the caller does not own m). Context: any. May park: no; but in
+/* Unlock m; wakes one waiter if there are any. Returns 0, EINVAL (m NULL
+ * or destroyed), EPERM (the caller does not own m). Context: any. May park: no; but in
  * hand-off mode (a waiter has waited over 1 ms) a weft thread passes the
  * lock to that waiter and yields its worker to it, so it may be switched
  * out and resume later, as in weft_yield(). */
 WEFT_API int weft_mutex_unlock(weft_mutex_t *m);
 
-/* Destroy m. Returns 0, EINVAL (m NULL), EBUSY (locked or waited on).
- * Context: any. */
+/* Destroy m. Returns 0, EINVAL (m NULL or already destroyed), EBUSY
+ * (locked or waited on). After 0, every call on m but weft_mutex_init
+ * returns EINVAL. Context: any. */
 WEFT_API int weft_mutex_destroy(weft_mutex_t *m);
 
 /* ---------------------------------------------------------------------- */
@@ -106,8 +114,10 @@ typedef struct weft_cond {
 WEFT_API int weft_cond_init(weft_cond_t *c);
 
 /* Atomically unlock m and wait for a signal, then relock m. Returns 0,
- * EINVAL (c or m NULL, or another mutex is in use by current waiters),
- * EPERM (the caller does not own m). Context: any. May park: yes. */
+ * EINVAL (c or m NULL or destroyed, or another mutex is in use by current
+ * waiters), EPERM (the caller does not own m), EOWNERDEAD (relocking took
+ * m over from an owner that exited, see weft_mutex_lock). Context: any.
+ * May park: yes. */
 WEFT_API int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
 
 /* Like weft_cond_wait with an absolute deadline. Returns as weft_cond_wait,
@@ -115,14 +125,17 @@ WEFT_API int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
 WEFT_API int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, weft_time_t deadline);
 
 /* Wake one waiter (the longest waiting, or a cache-hot one among the first
- * few). Returns 0 or EINVAL (c NULL). Context: any. May park: no. */
+ * few). Returns 0 or EINVAL (c NULL or destroyed). Context: any.
+ * May park: no. */
 WEFT_API int weft_cond_signal(weft_cond_t *c);
 
-/* Wake all waiters. Returns 0 or EINVAL (c NULL). Context: any. May park: no. */
+/* Wake all waiters. Returns 0 or EINVAL (c NULL or destroyed). Context:
+ * any. May park: no. */
 WEFT_API int weft_cond_broadcast(weft_cond_t *c);
 
 /* Like weft_cond_signal, but the wakee (if one must be woken) goes into wq
- * and is woken by weft_wakeq_flush(wq). Returns 0 or EINVAL (c or wq NULL).
+ * and is woken by weft_wakeq_flush(wq). Returns 0 or EINVAL (c or wq NULL,
+ * c destroyed).
  * Context: any. May park: no.
  * Flush wq before the caller blocks in any way, INCLUDING locking the
  * cond's mutex again: a wakee put into wq is already the mutex's one woken
@@ -138,8 +151,10 @@ WEFT_API int weft_cond_signal_wq(weft_cond_t *c, weft_wakeq_t *wq);
  * broadcast (the POSIX "lock m; broadcast; destroy; free" idiom), even when
  * a timed waiter's deadline fired meanwhile: if such a waiter still has to
  * leave c, destroy waits for that (it needs only c's internal lock, never
- * the mutex). Returns 0, EINVAL (c NULL), EBUSY (a thread waits on c that
- * no signal or broadcast has taken, or another destroy of c is waiting).
+ * the mutex). Returns 0, EINVAL (c NULL or already destroyed), EBUSY (a
+ * thread waits on c that no signal or broadcast has taken, or another
+ * destroy of c is waiting). After 0, every call on c but weft_cond_init
+ * returns EINVAL.
  * Context: any. May park: briefly, only in the timed-waiter case above. */
 WEFT_API int weft_cond_destroy(weft_cond_t *c);
 
@@ -237,7 +252,9 @@ WEFT_API int weft_rwlock_timedwrlock(weft_rwlock_t *rw, weft_time_t deadline);
  * held, or held for writing by another thread). Context: any. May park: no. */
 WEFT_API int weft_rwlock_unlock(weft_rwlock_t *rw);
 /* Destroy rw; after 0 its memory may be reused. Returns 0, EINVAL (rw
- * NULL), EBUSY (held or waited on). Context: any. May park: no. */
+ * NULL or already destroyed), EBUSY (held or waited on). After 0, every
+ * call on rw but weft_rwlock_init returns EINVAL (the lock calls below say
+ * "rw NULL" for short). Context: any. May park: no. */
 WEFT_API int weft_rwlock_destroy(weft_rwlock_t *rw);
 
 /* ---------------------------------------------------------------------- */
