@@ -37,3 +37,4 @@ tests_stress_preload_CFLAGS = $(WEFT_CFLAGS)
 tests_stress_preload_LDADD = libweft-preload.la -lpthread
 TESTS += tests/check_preload_cxx.sh tests/check_preload_jemalloc.sh
 dist_check_SCRIPTS += tests/check_preload_cxx.sh tests/check_preload_jemalloc.sh
+dist_noinst_SCRIPTS += examples/run-preload.sh

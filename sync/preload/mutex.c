@@ -32,6 +32,9 @@ static void note_cpu(struct wp_mutex *m)
 		__atomic_store_n(&m->cpu, (short)wp_cpu(), __ATOMIC_RELAXED);
 }
 
+/* spins in a row without the lock before a lock is no longer spun on */
+#define WP_SPIN_FAILS_MAX 4
+
 static long now_ns(void)
 {
 	struct timespec t;
@@ -52,6 +55,17 @@ static int mx_spin(struct wp_mutex *m)
 	/* relaxed: hint */
 	if (__atomic_load_n(&m->cpu, __ATOMIC_RELAXED) == me)
 		return 0;
+	/* A lock whose last spins all failed (the owner holds it long, or
+	 * sleeps or yields inside) is not spun on, except one attempt in 16 to
+	 * notice when that changes. relaxed: hints, lost updates only shift the
+	 * estimate */
+	unsigned short fails = __atomic_load_n(&m->fails, __ATOMIC_RELAXED);
+	if (fails >= WP_SPIN_FAILS_MAX) {
+		unsigned short p = __atomic_load_n(&m->probe, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->probe, (unsigned short)(p + 1), __ATOMIC_RELAXED);
+		if ((p & 15) != 15)
+			return 0;
+	}
 	short zero = 0;
 	/* relaxed: the spinner flag only limits spinning, it guards no data */
 	if (!__atomic_compare_exchange_n(&m->spinner, &zero, 1, 0, __ATOMIC_RELAXED,
@@ -81,8 +95,13 @@ static int mx_spin(struct wp_mutex *m)
 	}
 out:
 	__atomic_store_n(&m->spinner, 0, __ATOMIC_RELAXED);
-	if (won)
+	if (won) {
 		wp_count(WP_MUTEX, WP_SPIN_WINS);
+		if (fails)
+			__atomic_store_n(&m->fails, 0, __ATOMIC_RELAXED);
+	} else if (fails < WP_SPIN_FAILS_MAX) {
+		__atomic_store_n(&m->fails, (unsigned short)(fails + 1), __ATOMIC_RELAXED);
+	}
 	return won;
 }
 
@@ -213,7 +232,10 @@ int wp_mutex_init_kind(struct wp_mutex *m, int type)
 	m->kind = type;
 	m->cpu = -1;
 	m->spinner = 0;
-	m->pad[0] = m->pad[1] = 0;
+	m->fails = 0;
+	m->probe = 0;
+	m->pad0 = 0;
+	m->pad = 0;
 	return 0;
 }
 

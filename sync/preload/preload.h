@@ -30,7 +30,10 @@ struct wp_mutex {
 	int kind;           /* 16: glibc kind: type in bits 0-1, 0xf0 = glibc's */
 	short cpu;          /* 20: CPU the owner acquired on (-1 unknown) */
 	short spinner;      /* 22: 1 while a thread spins on this lock */
-	uint64_t pad[2];    /* 24 */
+	unsigned short fails; /* 24: spins in a row that ended without the lock */
+	unsigned short probe; /* 26: attempts skipped since the last spin */
+	unsigned pad0;      /* 28 */
+	uint64_t pad;       /* 32 */
 };
 
 /* glibc's kind bits that send a mutex to glibc: robust (0x10), PI (0x20),
