@@ -38,3 +38,5 @@ tests_stress_preload_LDADD = libweft-preload.la -lpthread
 TESTS += tests/check_preload_cxx.sh tests/check_preload_jemalloc.sh
 dist_check_SCRIPTS += tests/check_preload_cxx.sh tests/check_preload_jemalloc.sh
 dist_noinst_SCRIPTS += examples/run-preload.sh
+dist_man_MANS += man/weft-preload.7
+EXTRA_DIST += docs/preload.md
