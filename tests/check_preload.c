@@ -508,6 +508,49 @@ START_TEST(test_cond_cancel)
 }
 END_TEST
 
+
+/* A robust mutex (glibc's) whose owner dies while we wait on a cond:
+ * the wait returns EOWNERDEAD with the mutex held, as under glibc. */
+static pthread_mutex_t rb_m;
+static pthread_cond_t rb_c = PTHREAD_COND_INITIALIZER;
+static atomic_int rb_ready;
+
+static void *rb_waiter(void *p)
+{
+	pthread_mutex_lock(&rb_m);
+	atomic_store(&rb_ready, 1);
+	int e = pthread_cond_wait(&rb_c, &rb_m);
+	if (e == EOWNERDEAD)
+		pthread_mutex_consistent(&rb_m);
+	pthread_mutex_unlock(&rb_m);
+	return (void *)(long)e;
+}
+
+static void *rb_dier(void *p)
+{
+	while (!atomic_load(&rb_ready))
+		usleep(100);
+	pthread_mutex_lock(&rb_m); /* only once the waiter is in its wait */
+	pthread_cond_signal(&rb_c);
+	return NULL; /* exits holding the robust mutex */
+}
+
+START_TEST(test_cond_robust_owner_dead)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	ck_assert_int_eq(pthread_mutex_init(&rb_m, &a), 0);
+	pthread_t w, d;
+	pthread_create(&w, NULL, rb_waiter, NULL);
+	pthread_create(&d, NULL, rb_dier, NULL);
+	pthread_join(d, NULL);
+	void *ret;
+	pthread_join(w, &ret);
+	ck_assert_int_eq((long)ret, EOWNERDEAD);
+}
+END_TEST
+
 /* ---- C11 and pthread on the same cond and mutex ---- */
 
 static mtx_t c11_m;
@@ -1030,6 +1073,7 @@ int main(void)
 	tcase_add_test(tc, test_cond_signal);
 	tcase_add_test(tc, test_cond_errors_timeouts);
 	tcase_add_test(tc, test_cond_cancel);
+	tcase_add_test(tc, test_cond_robust_owner_dead);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("c11");
 	tcase_set_timeout(tc, 30);

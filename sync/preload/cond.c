@@ -111,7 +111,10 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 	/* release: see wait_cancelled */
 	__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE);
 	wp_count(WP_COND, WP_ACQ);
-	wp_mutex_relock(m);
+	/* glibc's robust mutexes answer EOWNERDEAD here: pass it on */
+	int le = wp_mutex_relock(m);
+	if (le)
+		return le;
 	/* ETIMEDOUT from the kernel means no wake chose this thread */
 	return r == ETIMEDOUT ? ETIMEDOUT : 0;
 }
