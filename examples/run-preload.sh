@@ -1,0 +1,202 @@
+#!/bin/bash
+# examples/run-preload.sh - unmodified programs under glibc and under
+# LD_PRELOAD=libweft-preload.so, in one sitting, alternating A/B, medians
+# with min-max (issue 15). Prints throughput, errors and CPU time side by
+# side, then the preload/glibc ratio.
+#
+# Benchmarks (each skipped, with the reason, when its program is missing):
+#   test-mutex  examples/test-mutex --impl=pthread V T S at T = 2, 16, 128
+#               (seed 001's A/B in native form: an unmodified pthread
+#               binary); baselines glibc default and glibc adaptive
+#               (--impl=pthread-adaptive); metric avg ops/s
+#   sysbench    sysbench 1.0 `mutex` (--mutex-locks=MUTEX_LOCKS; metric
+#               lock ops/s = threads x locks / total time) and `threads`
+#               (--time=S; metric events/s) at 2, 16 and 64 threads
+#   pigz        pigz -p 4 on a 200 MB file made here (half random, half
+#               text); metric MB/s; the output must be bit-identical to
+#               glibc's run (an error otherwise)
+# Real servers (MariaDB, memcached, redis, rocksdb, nginx) are not run by
+# this script yet (docs/preload.md says what was measured).
+#
+# Needs (Debian packages; this script installs nothing):
+#   sysbench  (apt-get install sysbench)   pigz  (apt-get install pigz)
+# and a built tree (make) for .libs/libweft-preload.so and examples/test-mutex.
+#
+# Run from the top build directory:
+#   examples/run-preload.sh
+# Environment:
+#   REPEAT=5            runs per point (alternating glibc / preload)
+#   SECONDS_PER_RUN=3   test-mutex and sysbench threads duration
+#   TASKS="2 16 128"    test-mutex task counts
+#   THREADS="2 16 64"   sysbench thread counts
+#   MUTEX_LOCKS=20000   sysbench mutex --mutex-locks
+#   BENCHES="test-mutex sysbench pigz"
+#   PRELOAD=path        the library (default: ./.libs/libweft-preload.so)
+#   LOGDIR=dir          keep every run's output there (default: temporary)
+#
+# The machine is shared: quote ratios from one sitting only, with the
+# min-max spread this prints.
+set -u
+
+die() { echo "run-preload.sh: $*" >&2; exit 1; }
+
+REPEAT=${REPEAT:-5}
+SECS=${SECONDS_PER_RUN:-3}
+TASKS=${TASKS:-"2 16 128"}
+THREADS=${THREADS:-"2 16 64"}
+MUTEX_LOCKS=${MUTEX_LOCKS:-20000}
+BENCHES=${BENCHES:-"test-mutex sysbench pigz"}
+PRELOAD=${PRELOAD:-$(pwd)/.libs/libweft-preload.so}
+[ -f "$PRELOAD" ] || die "no $PRELOAD: run from the top build directory after make"
+case $PRELOAD in /*) ;; *) PRELOAD=$(pwd)/$PRELOAD ;; esac
+if ldd "$PRELOAD" | grep -qE 'lib(asan|tsan)'; then
+	die "$PRELOAD is a sanitizer build; benchmark a plain build"
+fi
+if [ -n "${LOGDIR:-}" ]; then
+	mkdir -p "$LOGDIR" || die "cannot create $LOGDIR"
+else
+	LOGDIR=$(mktemp -d)
+	trap 'rm -rf "$LOGDIR"' EXIT
+fi
+
+# median, min and max of the numbers on stdin: "MED MIN MAX"
+stats() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "- - -"; exit }
+	m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	printf "%.0f %.0f %.0f\n", m, v[1], v[NR] }'; }
+
+# run LOG CMD...: CMD's output and its CPU time (a "CPU user sys" line
+# from bash's time) to LOG; cpu_of LOG: user+sys seconds.
+cpu_of() { awk '/^CPU / { print $2 + $3 }' "$1"; }
+run() {
+	local log=$1
+	shift
+	{ TIMEFORMAT='CPU %U %S'; time "$@"; } >"$log" 2>&1
+}
+
+summary=()
+errors=0
+printf '%-34s %-8s %22s %22s %8s\n' "benchmark" "" "glibc med (min-max)" "preload med (min-max)" "ratio"
+
+# report NAME UNIT GLIBC_VALUES PRELOAD_VALUES GLIBC_CPU PRELOAD_CPU [BASE2_NAME BASE2_VALUES]
+report() {
+	local name=$1 unit=$2 gv=$3 pv=$4 gc=$5 pc=$6
+	read -r gm gmin gmax <<<"$(tr ' ' '\n' <<<"$gv" | grep . | stats)"
+	read -r pm pmin pmax <<<"$(tr ' ' '\n' <<<"$pv" | grep . | stats)"
+	local ratio=-
+	[ "$gm" != - ] && [ "$pm" != - ] && [ "$gm" != 0 ] &&
+		ratio=$(awk -v a="$pm" -v b="$gm" 'BEGIN { printf "%.2fx", a / b }')
+	local gcm pcm
+	gcm=$(tr ' ' '\n' <<<"$gc" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)]; else print "-" }')
+	pcm=$(tr ' ' '\n' <<<"$pc" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)]; else print "-" }')
+	printf '%-34s %-8s %22s %22s %8s   cpu s %s / %s\n' "$name" "$unit" \
+		"$gm ($gmin-$gmax)" "$pm ($pmin-$pmax)" "$ratio" "$gcm" "$pcm"
+	summary+=("bench=preload name=$name unit=$unit glibc=$gm preload=$pm ratio=$ratio")
+}
+
+# ---- test-mutex ----
+if [[ " $BENCHES " == *" test-mutex "* ]]; then
+	TM=./examples/test-mutex
+	[ -x "$TM" ] || TM=
+	if [ -z "$TM" ]; then
+		echo "test-mutex: SKIP (no ./examples/test-mutex: make first)"
+	else
+		for t in $TASKS; do
+			gv= pv= av= gc= pc= ac=
+			for r in $(seq 1 "$REPEAT"); do
+				for side in glibc adaptive preload; do
+					log=$LOGDIR/test-mutex-$t-$side-$r.log
+					case $side in
+					glibc) run "$log" "$TM" --impl=pthread V "$t" "$SECS" ;;
+					adaptive) run "$log" "$TM" --impl=pthread-adaptive V "$t" "$SECS" ;;
+					preload) run "$log" env LD_PRELOAD="$PRELOAD" "$TM" --impl=pthread V "$t" "$SECS" ;;
+					esac || { echo "test-mutex $side $t: ERROR (see $log)"; errors=$((errors + 1)); }
+					v=$(awk '/avg ops\/sec:/ { print $3 }' "$log")
+					c=$(cpu_of "$log")
+					case $side in
+					glibc) gv="$gv $v"; gc="$gc $c" ;;
+					adaptive) av="$av $v"; ac="$ac $c" ;;
+					preload) pv="$pv $v"; pc="$pc $c" ;;
+					esac
+				done
+			done
+			report "test-mutex V $t (vs default)" ops/s "$gv" "$pv" "$gc" "$pc"
+			report "test-mutex V $t (vs adaptive)" ops/s "$av" "$pv" "$ac" "$pc"
+		done
+	fi
+fi
+
+# ---- sysbench ----
+if [[ " $BENCHES " == *" sysbench "* ]]; then
+	if ! command -v sysbench >/dev/null 2>&1; then
+		echo "sysbench: SKIP (not installed: apt-get install sysbench)"
+	else
+		for t in $THREADS; do
+			for test in mutex threads; do
+				gv= pv= gc= pc=
+				for r in $(seq 1 "$REPEAT"); do
+					for side in glibc preload; do
+						log=$LOGDIR/sysbench-$test-$t-$side-$r.log
+						pre=
+						[ $side = preload ] && pre=$PRELOAD
+						if [ $test = mutex ]; then
+							run "$log" env LD_PRELOAD="$pre" sysbench mutex --threads="$t" \
+								--mutex-locks="$MUTEX_LOCKS" run
+						else
+							run "$log" env LD_PRELOAD="$pre" sysbench threads --threads="$t" \
+								--time="$SECS" run
+						fi || { echo "sysbench $test $side $t: ERROR (see $log)"; errors=$((errors + 1)); }
+						if [ $test = mutex ]; then
+							v=$(awk -v n="$t" -v l="$MUTEX_LOCKS" '/total time:/ { sub("s", "", $3); if ($3 > 0) printf "%.0f", n * l / $3 }' "$log")
+						else
+							v=$(awk -v s="$SECS" '/total number of events:/ { printf "%.0f", $5 / s }' "$log")
+						fi
+						c=$(cpu_of "$log")
+						if [ $side = glibc ]; then gv="$gv $v"; gc="$gc $c"; else pv="$pv $v"; pc="$pc $c"; fi
+					done
+				done
+				unit=locks/s
+				[ $test = threads ] && unit=events/s
+				report "sysbench $test $t threads" $unit "$gv" "$pv" "$gc" "$pc"
+			done
+		done
+	fi
+fi
+
+# ---- pigz ----
+if [[ " $BENCHES " == *" pigz "* ]]; then
+	if ! command -v pigz >/dev/null 2>&1; then
+		echo "pigz: SKIP (not installed: apt-get install pigz)"
+	else
+		f=$LOGDIR/pigz-input
+		{ head -c 100000000 /dev/urandom; yes 'weft preload pigz input line, compressible text' |
+			head -c 100000000; } >"$f"
+		gv= pv= gc= pc= ref=
+		for r in $(seq 1 "$REPEAT"); do
+			for side in glibc preload; do
+				pre=
+				[ $side = preload ] && pre=$PRELOAD
+				log=$LOGDIR/pigz-$side-$r.log
+				s0=$(date +%s.%N)
+				run "$log" env LD_PRELOAD="$pre" sh -c 'pigz -p 4 -c "$1" | sha256sum' sh "$f" ||
+					{ echo "pigz $side: ERROR (see $log)"; errors=$((errors + 1)); }
+				s1=$(date +%s.%N)
+				sum=$(awk 'NF == 2 && length($1) == 64 { print $1 }' "$log")
+				[ -n "$ref" ] || ref=$sum
+				if [ "$sum" != "$ref" ]; then
+					echo "pigz $side run $r: output differs ($sum vs $ref)"
+					errors=$((errors + 1))
+				fi
+				v=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.0f", 200 / (b - a) }')
+				c=$(cpu_of "$log")
+				if [ $side = glibc ]; then gv="$gv $v"; gc="$gc $c"; else pv="$pv $v"; pc="$pc $c"; fi
+			done
+		done
+		report "pigz -p 4, 200 MB" MB/s "$gv" "$pv" "$gc" "$pc"
+		rm -f "$f"
+	fi
+fi
+
+echo
+for l in "${summary[@]}"; do echo "$l"; done
+echo "errors: $errors"
+[ "$errors" = 0 ]

@@ -1,0 +1,231 @@
+/* libweft-preload.so: pthread_cond_*.
+ *
+ * A sequence condvar. A waiter, holding the mutex, reads seq, counts itself
+ * in waiters and records its mutex, unlocks the mutex and sleeps with
+ * futex_wait(seq, the value it read). signal: if anyone waits, seq++ and
+ * wake one. broadcast: seq++, wake one and requeue every other sleeper onto
+ * the mutex's lock word (FUTEX_CMP_REQUEUE), so that they come back one at
+ * a time as the mutex is unlocked instead of a herd fighting for it.
+ *
+ * No lost wakeup: the waiter's seq read and waiters++ happen under the
+ * mutex, before its unlock. A signaller that changed the predicate under
+ * the mutex after that unlock sees waiters > 0 and bumps seq (both
+ * seq_cst); the kernel compares seq with the value read when queueing the
+ * waiter, so either the waiter is already queued (and is woken or
+ * requeued) or its futex_wait returns at once.
+ *
+ * Requeue safety: every sleeper requeued onto the mutex word is woken by an
+ * unlock that finds 2 there. The one sleeper the broadcast wakes re-takes
+ * the mutex with xchg(2) (wp_mutex_relock), and so does every requeued
+ * sleeper after it, so the 2 stays until the last one unlocks. Requeue is
+ * used only when every waiter since the cond was last idle used the same
+ * mutex of ours (otherwise WP_COND_MIXED is set, sticky, and broadcast
+ * wakes all): a waiter that records a different mutex sets MIXED before it
+ * can sleep, and the broadcaster reads MIXED after its seq++, so a sleeper
+ * with another mutex is never requeued onto the wrong word.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include "preload.h"
+
+#define PC(c) ((struct wp_cond *)(c))
+#define PM(m) ((struct wp_mutex *)(m))
+
+static int cond_is_glibc(const struct wp_cond *c)
+{
+	/* relaxed: the flag is written by init before the object is shared */
+	return (__atomic_load_n(&c->wrefs, __ATOMIC_RELAXED) & WP_COND_GLIBC_SHARED) != 0;
+}
+
+int wp_cond_init_clock(struct wp_cond *c, int mono)
+{
+	/* plain stores: init runs before the object is shared */
+	c->seq = 0;
+	c->waiters = 0;
+	c->mutex = NULL;
+	c->flags = 0;
+	for (int i = 0; i < 4; i++)
+		c->pad[i] = 0;
+	c->wrefs = mono ? WP_COND_GLIBC_MONO : 0;
+	c->pad2[0] = c->pad2[1] = 0;
+	return 0;
+}
+
+struct cleanup {
+	struct wp_cond *c;
+	struct wp_mutex *m;
+};
+
+/* Cancellation in the wait: leave the waiters count and re-take the mutex,
+ * as POSIX requires before the cleanup handlers run. */
+static void wait_cancelled(void *arg)
+{
+	struct cleanup *cl = arg;
+	/* release: our reads of the cond are done; pairs with destroy's acquire */
+	__atomic_fetch_sub(&cl->c->waiters, 1, __ATOMIC_RELEASE);
+	wp_mutex_relock(cl->m);
+}
+
+int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
+		 const struct timespec *abs, int use_cond_clock)
+{
+	if (abs) {
+		int e = wp_check_abstime(abs);
+		if (e)
+			return e;
+	}
+	if (use_cond_clock)
+		clk = (__atomic_load_n(&c->wrefs, __ATOMIC_RELAXED) & WP_COND_GLIBC_MONO)
+			? CLOCK_MONOTONIC : CLOCK_REALTIME;
+	/* seq_cst (this read, the increment below and the MIXED store): the
+	 * Dekker pairing with signal/broadcast described at the top */
+	unsigned seq = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&c->waiters, 1, __ATOMIC_SEQ_CST);
+	struct wp_mutex *cur = __atomic_load_n(&c->mutex, __ATOMIC_SEQ_CST);
+	if (cur != m) {
+		struct wp_mutex *expect = NULL;
+		if (cur != NULL || wp_mutex_is_glibc(m) ||
+		    !__atomic_compare_exchange_n(&c->mutex, &expect, m, 0,
+						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			__atomic_fetch_or(&c->flags, WP_COND_MIXED, __ATOMIC_SEQ_CST);
+	}
+	int e = wp_mutex_is_glibc(m) ? WP_REAL(mutex_unlock)((pthread_mutex_t *)m)
+				     : wp_mutex_unlock(m);
+	if (e) {
+		/* release: see wait_cancelled */
+		__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE);
+		return e;
+	}
+	wp_count(WP_COND, WP_PARKS);
+	struct cleanup cl = { c, m };
+	int r, oldtype;
+	pthread_cleanup_push(wait_cancelled, &cl);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
+	r = wp_futex_wait(&c->seq, seq, abs, clk, 0);
+	pthread_setcanceltype(oldtype, NULL);
+	pthread_cleanup_pop(0);
+	/* release: see wait_cancelled */
+	__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE);
+	wp_count(WP_COND, WP_ACQ);
+	/* glibc's robust mutexes answer EOWNERDEAD here: pass it on */
+	int le = wp_mutex_relock(m);
+	if (le)
+		return le;
+	/* ETIMEDOUT from the kernel means no wake chose this thread */
+	return r == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+int wp_cond_signal(struct wp_cond *c)
+{
+	/* seq_cst: the Dekker pairing with the waiter (top of file) */
+	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) == 0)
+		return 0;
+	__atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
+	wp_futex_wake(&c->seq, 1, 0);
+	return 0;
+}
+
+int wp_cond_broadcast(struct wp_cond *c)
+{
+	/* seq_cst: the Dekker pairing with the waiter (top of file) */
+	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) == 0)
+		return 0;
+	unsigned s = __atomic_add_fetch(&c->seq, 1, __ATOMIC_SEQ_CST);
+	struct wp_mutex *m = __atomic_load_n(&c->mutex, __ATOMIC_SEQ_CST);
+	unsigned flags = __atomic_load_n(&c->flags, __ATOMIC_SEQ_CST);
+	if (m && !(flags & WP_COND_MIXED) && !wp_mutex_is_glibc(m) &&
+	    wp_futex_requeue(&c->seq, 1, (unsigned *)&m->lock, s) == 0)
+		return 0;
+	wp_futex_wake(&c->seq, INT_MAX, 0);
+	return 0;
+}
+
+/* ---- exported ---- */
+
+#define OFF(c) (__builtin_expect(wp_off, 0) || cond_is_glibc(PC(c)))
+
+WP_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
+{
+	if (wp_off)
+		return WP_REAL(cond_init)(c, a);
+	int mono = 0;
+	if (a) {
+		int ps;
+		clockid_t clk;
+		if (pthread_condattr_getpshared(a, &ps) == 0 && ps == PTHREAD_PROCESS_SHARED)
+			return WP_REAL(cond_init)(c, a);
+		if (pthread_condattr_getclock(a, &clk) == 0 && clk == CLOCK_MONOTONIC)
+			mono = 1;
+	}
+	return wp_cond_init_clock(PC(c), mono);
+}
+
+/* Wakes every waiter and waits for them to leave the cond, so that the
+ * memory may be freed on return (glibc waits too). Requeued waiters sleep
+ * on the mutex word: they are woken there as well and re-sleep on the
+ * mutex without touching the cond again. */
+WP_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
+{
+	if (OFF(c))
+		return WP_REAL(cond_destroy)(c);
+	struct wp_cond *pc = PC(c);
+	/* acquire: pairs with the waiters' release decrements, so their last
+	 * reads of the cond are done when we see 0 */
+	if (__atomic_load_n(&pc->waiters, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	__atomic_fetch_add(&pc->seq, 1, __ATOMIC_SEQ_CST);
+	wp_futex_wake(&pc->seq, INT_MAX, 0);
+	struct wp_mutex *m = __atomic_load_n(&pc->mutex, __ATOMIC_SEQ_CST);
+	if (m && !wp_mutex_is_glibc(m))
+		wp_futex_wake((unsigned *)&m->lock, INT_MAX, 0);
+	while (__atomic_load_n(&pc->waiters, __ATOMIC_ACQUIRE) != 0)
+		sched_yield();
+	return 0;
+}
+
+WP_EXPORT int pthread_cond_signal(pthread_cond_t *c)
+{
+	if (OFF(c))
+		return WP_REAL(cond_signal)(c);
+	return wp_cond_signal(PC(c));
+}
+
+WP_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+{
+	if (OFF(c))
+		return WP_REAL(cond_broadcast)(c);
+	return wp_cond_broadcast(PC(c));
+}
+
+WP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	if (OFF(c))
+		return WP_REAL(cond_wait)(c, m);
+	return wp_cond_wait(PC(c), PM(m), CLOCK_REALTIME, NULL, 1);
+}
+
+WP_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict c,
+				     pthread_mutex_t *restrict m,
+				     const struct timespec *restrict abs)
+{
+	if (OFF(c))
+		return WP_REAL(cond_timedwait)(c, m, abs);
+	if (!abs)
+		return EINVAL;
+	return wp_cond_wait(PC(c), PM(m), CLOCK_REALTIME, abs, 1);
+}
+
+WP_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict c,
+				     pthread_mutex_t *restrict m, clockid_t clk,
+				     const struct timespec *restrict abs)
+{
+	if (OFF(c))
+		return WP_REAL(cond_clockwait)(c, m, clk, abs);
+	if (!wp_clock_ok(clk) || !abs)
+		return EINVAL;
+	return wp_cond_wait(PC(c), PM(m), clk, abs, 0);
+}

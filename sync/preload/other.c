@@ -1,0 +1,311 @@
+/* libweft-preload.so: pthread_spin_*, pthread_barrier_*, unnamed sem_*.
+ *
+ * Spinlock: glibc's format (an int, 0 free), test and test-and-set.
+ *
+ * Barrier: arrived counts this round's threads; the last one resets it and
+ * bumps gen (the futex word) and wakes everyone. No lost wakeup: a waiter
+ * sleeps with futex_wait(gen, the round's value), compared by the kernel,
+ * and the last arrival changes gen before it wakes. out counts the
+ * threads still inside pthread_barrier_wait, so that destroy can wait for
+ * them to leave before the memory is reused.
+ *
+ * Semaphore: glibc's layout (value, nwaiters, private word). post: value++
+ * then, if nwaiters, wake one. wait: CAS value down while > 0, else
+ * nwaiters++ and futex_wait(value, 0). The post's increment and nwaiters
+ * read and the waiter's nwaiters increment and value read are seq_cst, so
+ * one of them sees the other (no lost wakeup).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+
+#include "preload.h"
+
+/* ---- spinlock ---- */
+
+WP_EXPORT int pthread_spin_init(pthread_spinlock_t *l, int pshared)
+{
+	/* same format as glibc's whatever pshared: a plain store */
+	*l = 0;
+	return 0;
+}
+
+WP_EXPORT int pthread_spin_destroy(pthread_spinlock_t *l)
+{
+	return 0;
+}
+
+WP_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+	/* acquire: the critical section reads after the lock is ours */
+	if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0) {
+		wp_count(WP_SPIN, WP_ACQ);
+		return 0;
+	}
+	wp_count(WP_SPIN, WP_SPINS);
+	for (;;) {
+		/* relaxed: polling; the exchange below orders */
+		while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0)
+			wp_pause();
+		if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0)
+			break;
+	}
+	wp_count(WP_SPIN, WP_ACQ);
+	return 0;
+}
+
+WP_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
+{
+	/* acquire: as in pthread_spin_lock */
+	if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0)
+		return EBUSY;
+	wp_count(WP_SPIN, WP_ACQ);
+	return 0;
+}
+
+WP_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
+{
+	/* release: the critical section's writes before the lock is free */
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- barrier ---- */
+
+#define PB(b) ((struct wp_barrier *)(b))
+#define BAR_OFF(b) (__builtin_expect(wp_off, 0) || \
+		    __atomic_load_n(&PB(b)->shared, __ATOMIC_RELAXED) != 0)
+
+WP_EXPORT int pthread_barrier_init(pthread_barrier_t *restrict b,
+				   const pthread_barrierattr_t *restrict a, unsigned count)
+{
+	int ps = PTHREAD_PROCESS_PRIVATE;
+	if (a)
+		pthread_barrierattr_getpshared(a, &ps);
+	if (wp_off || ps == PTHREAD_PROCESS_SHARED)
+		return WP_REAL(barrier_init)(b, a, count);
+	if (count == 0 || count > INT_MAX)
+		return EINVAL;
+	struct wp_barrier *pb = PB(b);
+	/* plain stores: init runs before the object is shared */
+	*pb = (struct wp_barrier){ 0 };
+	pb->count = count;
+	return 0;
+}
+
+WP_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b)
+{
+	if (BAR_OFF(b))
+		return WP_REAL(barrier_destroy)(b);
+	struct wp_barrier *pb = PB(b);
+	/* acquire: pairs with the leaving waiters' release decrement */
+	if (__atomic_load_n(&pb->arrived, __ATOMIC_ACQUIRE) != 0)
+		return EBUSY;
+	while (__atomic_load_n(&pb->out, __ATOMIC_ACQUIRE) != 0)
+		sched_yield();
+	return 0;
+}
+
+WP_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+{
+	if (BAR_OFF(b))
+		return WP_REAL(barrier_wait)(b);
+	struct wp_barrier *pb = PB(b);
+	/* relaxed: out only holds destroy back */
+	__atomic_fetch_add(&pb->out, 1, __ATOMIC_RELAXED);
+	/* acquire: the round we join is the one gen names; the arrival
+	 * increment (acq_rel) orders our writes before the last arrival's
+	 * release of gen */
+	unsigned g = __atomic_load_n(&pb->gen, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_add_fetch(&pb->arrived, 1, __ATOMIC_ACQ_REL);
+	int ret = 0;
+	wp_count(WP_BARRIER, WP_ACQ);
+	if (n == pb->count) {
+		/* relaxed: nobody can arrive for the next round before gen moves */
+		__atomic_store_n(&pb->arrived, 0, __ATOMIC_RELAXED);
+		/* release: every arrival's writes (gathered by the acq_rel
+		 * increments) before the waiters return */
+		__atomic_store_n(&pb->gen, g + 1, __ATOMIC_RELEASE);
+		wp_futex_wake(&pb->gen, INT_MAX, 0);
+		ret = PTHREAD_BARRIER_SERIAL_THREAD;
+	} else {
+		/* acquire: pairs with the release of gen */
+		while (__atomic_load_n(&pb->gen, __ATOMIC_ACQUIRE) == g) {
+			wp_count(WP_BARRIER, WP_PARKS);
+			wp_futex_wait(&pb->gen, g, NULL, CLOCK_MONOTONIC, 0);
+		}
+	}
+	/* release: our last read of the barrier before destroy may return */
+	__atomic_fetch_sub(&pb->out, 1, __ATOMIC_RELEASE);
+	return ret;
+}
+
+/* ---- semaphore ---- */
+
+#define PS(s) ((struct wp_sem *)(s))
+#define SEM_OFF(s) (__builtin_expect(wp_off, 0) || \
+		    (__atomic_load_n(&PS(s)->priv, __ATOMIC_RELAXED) & WP_SEM_GLIBC_SHARED))
+
+WP_EXPORT int sem_init(sem_t *s, int pshared, unsigned value)
+{
+	if (wp_off || pshared)
+		return WP_REAL(sem_init)(s, pshared, value);
+	if (value > SEM_VALUE_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct wp_sem *ps = PS(s);
+	/* plain stores: init runs before the object is shared */
+	*ps = (struct wp_sem){ 0 };
+	ps->value = value;
+	return 0;
+}
+
+WP_EXPORT int sem_destroy(sem_t *s)
+{
+	if (SEM_OFF(s))
+		return WP_REAL(sem_destroy)(s);
+	return 0;
+}
+
+static int sem_take(struct wp_sem *s)
+{
+	/* relaxed load, acquire on the CAS (pairs with post's increment) */
+	unsigned v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+	while (v > 0)
+		if (__atomic_compare_exchange_n(&s->value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED)) {
+			wp_count(WP_SEM, WP_ACQ);
+			return 1;
+		}
+	return 0;
+}
+
+struct sem_cl {
+	struct wp_sem *s;
+};
+
+static void sem_cancelled(void *arg)
+{
+	struct sem_cl *cl = arg;
+	__atomic_fetch_sub(&cl->s->nwaiters, 1, __ATOMIC_SEQ_CST);
+}
+
+static int sem_wait_slow(struct wp_sem *s, clockid_t clk, const struct timespec *abs)
+{
+	int e = wp_check_abstime(abs);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	/* seq_cst: the Dekker pairing with sem_post (top of file) */
+	__atomic_fetch_add(&s->nwaiters, 1, __ATOMIC_SEQ_CST);
+	struct sem_cl cl = { s };
+	int oldtype;
+	e = 0;
+	pthread_cleanup_push(sem_cancelled, &cl);
+	for (;;) {
+		if (sem_take(s))
+			break;
+		wp_count(WP_SEM, WP_PARKS);
+		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
+		int r = wp_futex_wait(&s->value, 0, abs, clk, 0);
+		pthread_setcanceltype(oldtype, NULL);
+		if (r == ETIMEDOUT || r == EINTR) {
+			/* a post that raced with us may have left a unit */
+			if (sem_take(s))
+				break;
+			e = r;
+			break;
+		}
+	}
+	pthread_cleanup_pop(0);
+	__atomic_fetch_sub(&s->nwaiters, 1, __ATOMIC_SEQ_CST);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+WP_EXPORT int sem_wait(sem_t *s)
+{
+	if (SEM_OFF(s))
+		return WP_REAL(sem_wait)(s);
+	pthread_testcancel();
+	if (sem_take(PS(s)))
+		return 0;
+	return sem_wait_slow(PS(s), CLOCK_REALTIME, NULL);
+}
+
+WP_EXPORT int sem_trywait(sem_t *s)
+{
+	if (SEM_OFF(s))
+		return WP_REAL(sem_trywait)(s);
+	if (sem_take(PS(s)))
+		return 0;
+	errno = EAGAIN;
+	return -1;
+}
+
+WP_EXPORT int sem_timedwait(sem_t *restrict s, const struct timespec *restrict abs)
+{
+	if (SEM_OFF(s))
+		return WP_REAL(sem_timedwait)(s, abs);
+	/* glibc checks the nanoseconds before anything else */
+	if (!abs || abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_testcancel();
+	if (sem_take(PS(s)))
+		return 0;
+	return sem_wait_slow(PS(s), CLOCK_REALTIME, abs);
+}
+
+WP_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clk,
+			    const struct timespec *restrict abs)
+{
+	if (SEM_OFF(s))
+		return WP_REAL(sem_clockwait)(s, clk, abs);
+	if (!wp_clock_ok(clk) || !abs || abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_testcancel();
+	if (sem_take(PS(s)))
+		return 0;
+	return sem_wait_slow(PS(s), clk, abs);
+}
+
+WP_EXPORT int sem_post(sem_t *s)
+{
+	if (SEM_OFF(s))
+		return WP_REAL(sem_post)(s);
+	struct wp_sem *ps = PS(s);
+	/* relaxed load, seq_cst CAS: release for the poster's writes and the
+	 * Dekker pairing with waiters (top of file) */
+	unsigned v = __atomic_load_n(&ps->value, __ATOMIC_RELAXED);
+	do {
+		if (v >= SEM_VALUE_MAX) {
+			errno = EOVERFLOW;
+			return -1;
+		}
+	} while (!__atomic_compare_exchange_n(&ps->value, &v, v + 1, 1, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	if (__atomic_load_n(&ps->nwaiters, __ATOMIC_SEQ_CST))
+		wp_futex_wake(&ps->value, 1, 0);
+	return 0;
+}
+
+WP_EXPORT int sem_getvalue(sem_t *restrict s, int *restrict sval)
+{
+	if (SEM_OFF(s))
+		return WP_REAL(sem_getvalue)(s, sval);
+	/* relaxed: a snapshot */
+	*sval = (int)__atomic_load_n(&PS(s)->value, __ATOMIC_RELAXED);
+	return 0;
+}

@@ -1,0 +1,1105 @@
+/* tests/check_preload: conformance of libweft-preload.so (issue 15).
+ *
+ * Linked against libweft-preload.so, which comes before libc in the lookup
+ * order exactly as under LD_PRELOAD, so every lock call below is ours (the
+ * first test proves it). tests/check_preload_symbols.sh runs this suite a
+ * second time with WEFT_PRELOAD=off: every expected answer here is
+ * glibc's answer as well. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <threads.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static struct timespec in_ms(clockid_t clk, long ms)
+{
+	struct timespec t;
+	clock_gettime(clk, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+static long elapsed_ms(const struct timespec *a, clockid_t clk)
+{
+	struct timespec b;
+	clock_gettime(clk, &b);
+	return (b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000;
+}
+
+static const char *lib_of(void *fn)
+{
+	Dl_info di;
+	if (!dladdr(fn, &di) || !di.dli_fname)
+		return "?";
+	return di.dli_fname;
+}
+
+/* A sanitizer runtime comes first in the lookup order and wraps some of
+ * these calls (its wrapper then reaches us through RTLD_NEXT). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZER_OK(lib) (strstr((lib), "libasan") || strstr((lib), "libtsan"))
+#else
+#define SANITIZER_OK(lib) 0
+#endif
+#define ASSERT_OURS(fn) \
+	ck_assert_msg(strstr(lib_of((void *)(fn)), "weft-preload") != NULL || \
+		      SANITIZER_OK(lib_of((void *)(fn))), \
+		      #fn " resolves to %s", lib_of((void *)(fn)))
+
+/* ---- symbol versions: a reference to each version binds to us ---- */
+
+extern int v225_cond_wait(pthread_cond_t *, pthread_mutex_t *);
+extern int v232_cond_wait(pthread_cond_t *, pthread_mutex_t *);
+extern int v225_cond_signal(pthread_cond_t *);
+extern int v232_cond_broadcast(pthread_cond_t *);
+extern int v230_mutex_clocklock(pthread_mutex_t *, clockid_t, const struct timespec *);
+extern int v234_mutex_clocklock(pthread_mutex_t *, clockid_t, const struct timespec *);
+extern int v225_mutex_timedlock(pthread_mutex_t *, const struct timespec *);
+extern int v24_mutex_consistent_np(pthread_mutex_t *);
+extern int v228_mtx_lock(mtx_t *);
+extern int v234_mtx_lock(mtx_t *);
+extern int v228_cnd_wait(cnd_t *, mtx_t *);
+extern int v225_sem_post(sem_t *);
+extern int v234_sem_post(sem_t *);
+extern int v230_sem_clockwait(sem_t *, clockid_t, const struct timespec *);
+extern int v225_rw_rdlock(pthread_rwlock_t *);
+extern int v225_barrier_wait(pthread_barrier_t *);
+extern int v225_spin_lock(pthread_spinlock_t *);
+__asm__(".symver v225_cond_wait,pthread_cond_wait@GLIBC_2.2.5");
+__asm__(".symver v232_cond_wait,pthread_cond_wait@GLIBC_2.3.2");
+__asm__(".symver v225_cond_signal,pthread_cond_signal@GLIBC_2.2.5");
+__asm__(".symver v232_cond_broadcast,pthread_cond_broadcast@GLIBC_2.3.2");
+__asm__(".symver v230_mutex_clocklock,pthread_mutex_clocklock@GLIBC_2.30");
+__asm__(".symver v234_mutex_clocklock,pthread_mutex_clocklock@GLIBC_2.34");
+__asm__(".symver v225_mutex_timedlock,pthread_mutex_timedlock@GLIBC_2.2.5");
+__asm__(".symver v24_mutex_consistent_np,pthread_mutex_consistent_np@GLIBC_2.4");
+__asm__(".symver v228_mtx_lock,mtx_lock@GLIBC_2.28");
+__asm__(".symver v234_mtx_lock,mtx_lock@GLIBC_2.34");
+__asm__(".symver v228_cnd_wait,cnd_wait@GLIBC_2.28");
+__asm__(".symver v225_sem_post,sem_post@GLIBC_2.2.5");
+__asm__(".symver v234_sem_post,sem_post@GLIBC_2.34");
+__asm__(".symver v230_sem_clockwait,sem_clockwait@GLIBC_2.30");
+__asm__(".symver v225_rw_rdlock,pthread_rwlock_rdlock@GLIBC_2.2.5");
+__asm__(".symver v225_barrier_wait,pthread_barrier_wait@GLIBC_2.2.5");
+__asm__(".symver v225_spin_lock,pthread_spin_lock@GLIBC_2.2.5");
+
+START_TEST(test_interposed)
+{
+	ASSERT_OURS(pthread_mutex_lock);
+	ASSERT_OURS(pthread_cond_wait);
+	ASSERT_OURS(pthread_rwlock_wrlock);
+	ASSERT_OURS(pthread_spin_lock);
+	ASSERT_OURS(pthread_barrier_wait);
+	ASSERT_OURS(sem_post);
+	ASSERT_OURS(mtx_lock);
+	ASSERT_OURS(cnd_wait);
+	/* each versioned reference */
+	ASSERT_OURS(v225_cond_wait);
+	ASSERT_OURS(v232_cond_wait);
+	ASSERT_OURS(v225_cond_signal);
+	ASSERT_OURS(v232_cond_broadcast);
+	ASSERT_OURS(v230_mutex_clocklock);
+	ASSERT_OURS(v234_mutex_clocklock);
+	ASSERT_OURS(v225_mutex_timedlock);
+	ASSERT_OURS(v24_mutex_consistent_np);
+	ASSERT_OURS(v228_mtx_lock);
+	ASSERT_OURS(v234_mtx_lock);
+	ASSERT_OURS(v228_cnd_wait);
+	ASSERT_OURS(v225_sem_post);
+	ASSERT_OURS(v234_sem_post);
+	ASSERT_OURS(v230_sem_clockwait);
+	ASSERT_OURS(v225_rw_rdlock);
+	ASSERT_OURS(v225_barrier_wait);
+	ASSERT_OURS(v225_spin_lock);
+	/* and they work through those references */
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	struct timespec t = in_ms(CLOCK_MONOTONIC, 1000);
+	ck_assert_int_eq(v230_mutex_clocklock(&m, CLOCK_MONOTONIC, &t), 0);
+	pthread_mutex_unlock(&m);
+	ck_assert_int_eq(v234_mutex_clocklock(&m, CLOCK_MONOTONIC, &t), 0);
+	pthread_mutex_unlock(&m);
+	mtx_t cm;
+	ck_assert_int_eq(mtx_init(&cm, mtx_plain), thrd_success);
+	ck_assert_int_eq(v228_mtx_lock(&cm), thrd_success);
+	mtx_unlock(&cm);
+	ck_assert_int_eq(v234_mtx_lock(&cm), thrd_success);
+	mtx_unlock(&cm);
+	sem_t s;
+	sem_init(&s, 0, 0);
+	ck_assert_int_eq(v225_sem_post(&s), 0);
+	ck_assert_int_eq(v234_sem_post(&s), 0);
+	t = in_ms(CLOCK_MONOTONIC, 1000);
+	ck_assert_int_eq(v230_sem_clockwait(&s, CLOCK_MONOTONIC, &t), 0);
+	ck_assert_int_eq(sem_trywait(&s), 0);
+	pthread_spinlock_t sp;
+	pthread_spin_init(&sp, 0);
+	ck_assert_int_eq(v225_spin_lock(&sp), 0);
+	pthread_spin_unlock(&sp);
+}
+END_TEST
+
+START_TEST(test_sizes)
+{
+	ck_assert_uint_eq(sizeof(pthread_mutex_t), 40);
+	ck_assert_uint_eq(sizeof(pthread_cond_t), 48);
+	ck_assert_uint_eq(sizeof(pthread_rwlock_t), 56);
+	ck_assert_uint_eq(sizeof(pthread_barrier_t), 32);
+	ck_assert_uint_eq(sizeof(sem_t), 32);
+}
+END_TEST
+
+/* ---- mutex ---- */
+
+START_TEST(test_mutex_errors)
+{
+	pthread_mutex_t e = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	struct timespec zero = { 0, 0 }, bad = { 0, 2000000000L }, neg = { -1, 0 };
+	ck_assert_int_eq(pthread_mutex_unlock(&e), EPERM);
+	ck_assert_int_eq(pthread_mutex_lock(&e), 0);
+	ck_assert_int_eq(pthread_mutex_lock(&e), EDEADLK);
+	ck_assert_int_eq(pthread_mutex_trylock(&e), EBUSY);
+	ck_assert_int_eq(pthread_mutex_timedlock(&e, &zero), EDEADLK);
+	ck_assert_int_eq(pthread_mutex_unlock(&e), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&e), EPERM);
+
+	pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+	ck_assert_int_eq(pthread_mutex_unlock(&r), EPERM);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_mutex_lock(&r), 0);
+	ck_assert_int_eq(pthread_mutex_trylock(&r), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_mutex_unlock(&r), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&r), EPERM);
+
+	pthread_mutex_t n = PTHREAD_MUTEX_INITIALIZER;
+	ck_assert_int_eq(pthread_mutex_lock(&n), 0);
+	ck_assert_int_eq(pthread_mutex_destroy(&n), EBUSY);
+	ck_assert_int_eq(pthread_mutex_trylock(&n), EBUSY);
+	ck_assert_int_eq(pthread_mutex_timedlock(&n, &bad), EINVAL);
+	ck_assert_int_eq(pthread_mutex_timedlock(&n, &neg), ETIMEDOUT);
+	ck_assert_int_eq(pthread_mutex_clocklock(&n, CLOCK_PROCESS_CPUTIME_ID, &zero), EINVAL);
+	ck_assert_int_eq(pthread_mutex_unlock(&n), 0);
+	ck_assert_int_eq(pthread_mutex_destroy(&n), 0);
+
+	pthread_mutex_t a = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+	ck_assert_int_eq(pthread_mutex_lock(&a), 0);
+	ck_assert_int_eq(pthread_mutex_trylock(&a), EBUSY);
+	ck_assert_int_eq(pthread_mutex_unlock(&a), 0);
+	/* ours are neither robust nor priority-ceiling: glibc says EINVAL too */
+	int ceil;
+	ck_assert_int_eq(pthread_mutex_consistent(&a), EINVAL);
+	ck_assert_int_eq(pthread_mutex_getprioceiling(&a, &ceil), EINVAL);
+}
+END_TEST
+
+struct hold_arg {
+	pthread_mutex_t *m;
+	sem_t locked, release;
+};
+
+static void *holder(void *p)
+{
+	struct hold_arg *h = p;
+	pthread_mutex_lock(h->m);
+	sem_post(&h->locked);
+	sem_wait(&h->release);
+	pthread_mutex_unlock(h->m);
+	return NULL;
+}
+
+START_TEST(test_mutex_timeouts)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	struct hold_arg h = { .m = &m };
+	sem_init(&h.locked, 0, 0);
+	sem_init(&h.release, 0, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, holder, &h);
+	sem_wait(&h.locked);
+	struct timespec s, d;
+	clock_gettime(CLOCK_REALTIME, &s);
+	d = in_ms(CLOCK_REALTIME, 30);
+	ck_assert_int_eq(pthread_mutex_timedlock(&m, &d), ETIMEDOUT);
+	ck_assert_int_ge(elapsed_ms(&s, CLOCK_REALTIME), 29);
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	d = in_ms(CLOCK_MONOTONIC, 30);
+	ck_assert_int_eq(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), ETIMEDOUT);
+	ck_assert_int_ge(elapsed_ms(&s, CLOCK_MONOTONIC), 29);
+	d = in_ms(CLOCK_REALTIME, 30);
+	ck_assert_int_eq(pthread_mutex_clocklock(&m, CLOCK_REALTIME, &d), ETIMEDOUT);
+	sem_post(&h.release);
+	d = in_ms(CLOCK_MONOTONIC, 10000);
+	ck_assert_int_eq(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), 0);
+	pthread_mutex_unlock(&m);
+	pthread_join(t, NULL);
+}
+END_TEST
+
+#define NT 4
+#define NITER 100000
+
+struct count_arg {
+	pthread_mutex_t *m;
+	long *counter;
+	int rec;
+};
+
+static void *counter_thread(void *p)
+{
+	struct count_arg *a = p;
+	for (int i = 0; i < NITER; i++) {
+		if (i % 7 == 0) {
+			while (pthread_mutex_trylock(a->m) == EBUSY)
+				;
+		} else {
+			pthread_mutex_lock(a->m);
+		}
+		if (a->rec)
+			pthread_mutex_lock(a->m);
+		(*a->counter)++;
+		if (a->rec)
+			pthread_mutex_unlock(a->m);
+		pthread_mutex_unlock(a->m);
+	}
+	return NULL;
+}
+
+static const int kinds[] = { PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_RECURSIVE,
+			     PTHREAD_MUTEX_ERRORCHECK, PTHREAD_MUTEX_ADAPTIVE_NP };
+
+START_TEST(test_mutex_counter)
+{
+	/* calloc'd memory with no init for NORMAL; init for the others */
+	pthread_mutex_t *m = calloc(1, sizeof *m);
+	if (kinds[_i] != PTHREAD_MUTEX_NORMAL) {
+		pthread_mutexattr_t a;
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_settype(&a, kinds[_i]);
+		ck_assert_int_eq(pthread_mutex_init(m, &a), 0);
+		pthread_mutexattr_destroy(&a);
+	}
+	long counter = 0;
+	struct count_arg a = { m, &counter, kinds[_i] == PTHREAD_MUTEX_RECURSIVE };
+	pthread_t t[NT];
+	for (int i = 0; i < NT; i++)
+		pthread_create(&t[i], NULL, counter_thread, &a);
+	for (int i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(counter, (long)NT * NITER);
+	/* freed without destroy; the address reused as a fresh zeroed lock */
+	free(m);
+	m = calloc(1, sizeof *m);
+	ck_assert_int_eq(pthread_mutex_lock(m), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(m), 0);
+	free(m);
+}
+END_TEST
+
+/* glibc's own mutexes (robust, PI) work through us, cond included */
+START_TEST(test_mutex_glibc_kinds)
+{
+	pthread_mutexattr_t a;
+	pthread_mutex_t m;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	ck_assert_int_eq(pthread_mutex_init(&m, &a), 0);
+	ck_assert_int_eq(pthread_mutex_lock(&m), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	pthread_mutex_lock(&m);
+	struct timespec d = in_ms(CLOCK_REALTIME, 10);
+	ck_assert_int_eq(pthread_cond_timedwait(&c, &m, &d), ETIMEDOUT);
+	ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+	ck_assert_int_eq(pthread_mutex_destroy(&m), 0);
+	pthread_mutexattr_destroy(&a);
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+	ck_assert_int_eq(pthread_mutex_init(&m, &a), 0);
+	ck_assert_int_eq(pthread_mutex_lock(&m), 0);
+	ck_assert_int_eq(pthread_mutex_trylock(&m), EBUSY);
+	ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+	pthread_mutex_destroy(&m);
+	pthread_mutexattr_destroy(&a);
+}
+END_TEST
+
+/* ---- cond ---- */
+
+struct cv {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int ready, woken, go;
+};
+
+static void *cv_waiter(void *p)
+{
+	struct cv *v = p;
+	pthread_mutex_lock(&v->m);
+	v->ready++;
+	pthread_cond_broadcast(&v->c);
+	while (!v->go)
+		pthread_cond_wait(&v->c, &v->m);
+	v->woken++;
+	pthread_mutex_unlock(&v->m);
+	return NULL;
+}
+
+START_TEST(test_cond_broadcast)
+{
+	struct cv v = { .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
+	enum { N = 8 };
+	pthread_t t[N];
+	for (int i = 0; i < N; i++)
+		pthread_create(&t[i], NULL, cv_waiter, &v);
+	pthread_mutex_lock(&v.m);
+	while (v.ready < N)
+		pthread_cond_wait(&v.c, &v.m);
+	v.go = 1;
+	pthread_cond_broadcast(&v.c);
+	pthread_mutex_unlock(&v.m);
+	for (int i = 0; i < N; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(v.woken, N);
+	ck_assert_int_eq(pthread_cond_destroy(&v.c), 0);
+}
+END_TEST
+
+struct pingpong {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int turn;
+};
+
+static void *ponger(void *p)
+{
+	struct pingpong *pp = p;
+	for (int i = 0; i < 20000; i++) {
+		pthread_mutex_lock(&pp->m);
+		while (pp->turn != 1)
+			pthread_cond_wait(&pp->c, &pp->m);
+		pp->turn = 0;
+		pthread_cond_signal(&pp->c);
+		pthread_mutex_unlock(&pp->m);
+	}
+	return NULL;
+}
+
+START_TEST(test_cond_signal)
+{
+	struct pingpong pp = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	pthread_t t;
+	pthread_create(&t, NULL, ponger, &pp);
+	for (int i = 0; i < 20000; i++) {
+		pthread_mutex_lock(&pp.m);
+		while (pp.turn != 0)
+			pthread_cond_wait(&pp.c, &pp.m);
+		pp.turn = 1;
+		pthread_cond_signal(&pp.c);
+		pthread_mutex_unlock(&pp.m);
+	}
+	pthread_join(t, NULL);
+}
+END_TEST
+
+START_TEST(test_cond_errors_timeouts)
+{
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	pthread_mutex_t e = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	struct timespec zero = { 0, 0 }, bad = { 0, 2000000000L }, neg = { -1, 0 };
+	ck_assert_int_eq(pthread_cond_timedwait(&c, &e, &zero), EPERM);
+	pthread_mutex_lock(&e);
+	ck_assert_int_eq(pthread_cond_timedwait(&c, &e, &bad), EINVAL);
+	ck_assert_int_eq(pthread_cond_clockwait(&c, &e, CLOCK_PROCESS_CPUTIME_ID, &zero), EINVAL);
+	ck_assert_int_eq(pthread_cond_timedwait(&c, &e, &neg), ETIMEDOUT);
+	struct timespec s, d;
+	clock_gettime(CLOCK_REALTIME, &s);
+	d = in_ms(CLOCK_REALTIME, 30);
+	ck_assert_int_eq(pthread_cond_timedwait(&c, &e, &d), ETIMEDOUT);
+	ck_assert_int_ge(elapsed_ms(&s, CLOCK_REALTIME), 29);
+	/* the mutex is held again after a timeout */
+	ck_assert_int_eq(pthread_mutex_lock(&e), EDEADLK);
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	d = in_ms(CLOCK_MONOTONIC, 30);
+	ck_assert_int_eq(pthread_cond_clockwait(&c, &e, CLOCK_MONOTONIC, &d), ETIMEDOUT);
+	ck_assert_int_ge(elapsed_ms(&s, CLOCK_MONOTONIC), 29);
+	/* a cond on CLOCK_MONOTONIC takes a monotonic deadline */
+	pthread_condattr_t ca;
+	pthread_cond_t cm;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	ck_assert_int_eq(pthread_cond_init(&cm, &ca), 0);
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	d = in_ms(CLOCK_MONOTONIC, 30);
+	ck_assert_int_eq(pthread_cond_timedwait(&cm, &e, &d), ETIMEDOUT);
+	long ms = elapsed_ms(&s, CLOCK_MONOTONIC);
+	ck_assert_int_ge(ms, 29);
+	ck_assert_int_lt(ms, 5000);
+	ck_assert_int_eq(pthread_mutex_unlock(&e), 0);
+	ck_assert_int_eq(pthread_cond_destroy(&cm), 0);
+	ck_assert_int_eq(pthread_cond_signal(&c), 0);
+	ck_assert_int_eq(pthread_cond_broadcast(&c), 0);
+}
+END_TEST
+
+static int cleanup_ran, cleanup_held;
+static pthread_mutex_t cancel_m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static pthread_cond_t cancel_c = PTHREAD_COND_INITIALIZER;
+static sem_t cancel_started;
+
+static void cancel_cleanup(void *p)
+{
+	cleanup_ran = 1;
+	/* an ERRORCHECK unlock succeeds only if the handler holds the mutex */
+	cleanup_held = pthread_mutex_unlock(&cancel_m) == 0;
+}
+
+static void *cancel_waiter(void *p)
+{
+	pthread_mutex_lock(&cancel_m);
+	pthread_cleanup_push(cancel_cleanup, NULL);
+	sem_post(&cancel_started);
+	for (;;)
+		pthread_cond_wait(&cancel_c, &cancel_m);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+START_TEST(test_cond_cancel)
+{
+	sem_init(&cancel_started, 0, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, cancel_waiter, NULL);
+	sem_wait(&cancel_started);
+	/* the waiter has released the mutex once it is in the wait */
+	pthread_mutex_lock(&cancel_m);
+	pthread_mutex_unlock(&cancel_m);
+	ck_assert_int_eq(pthread_cancel(t), 0);
+	void *ret;
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_eq(ret, PTHREAD_CANCELED);
+	ck_assert_int_eq(cleanup_ran, 1);
+	ck_assert_int_eq(cleanup_held, 1);
+	/* and the mutex is usable afterwards */
+	ck_assert_int_eq(pthread_mutex_lock(&cancel_m), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&cancel_m), 0);
+}
+END_TEST
+
+
+/* A robust mutex (glibc's) whose owner dies while we wait on a cond:
+ * the wait returns EOWNERDEAD with the mutex held, as under glibc. */
+static pthread_mutex_t rb_m;
+static pthread_cond_t rb_c = PTHREAD_COND_INITIALIZER;
+static atomic_int rb_ready;
+
+static void *rb_waiter(void *p)
+{
+	pthread_mutex_lock(&rb_m);
+	atomic_store(&rb_ready, 1);
+	int e = pthread_cond_wait(&rb_c, &rb_m);
+	if (e == EOWNERDEAD)
+		pthread_mutex_consistent(&rb_m);
+	pthread_mutex_unlock(&rb_m);
+	return (void *)(long)e;
+}
+
+static void *rb_dier(void *p)
+{
+	while (!atomic_load(&rb_ready))
+		usleep(100);
+	pthread_mutex_lock(&rb_m); /* only once the waiter is in its wait */
+	pthread_cond_signal(&rb_c);
+	return NULL; /* exits holding the robust mutex */
+}
+
+START_TEST(test_cond_robust_owner_dead)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	ck_assert_int_eq(pthread_mutex_init(&rb_m, &a), 0);
+	pthread_t w, d;
+	pthread_create(&w, NULL, rb_waiter, NULL);
+	pthread_create(&d, NULL, rb_dier, NULL);
+	pthread_join(d, NULL);
+	void *ret;
+	pthread_join(w, &ret);
+	ck_assert_int_eq((long)ret, EOWNERDEAD);
+}
+END_TEST
+
+/* ---- C11 and pthread on the same cond and mutex ---- */
+
+static mtx_t c11_m;
+static cnd_t c11_c;
+static int c11_go, c11_ready, c11_done;
+
+static int c11_waiter(void *p)
+{
+	mtx_lock(&c11_m);
+	c11_ready++;
+	cnd_broadcast(&c11_c);
+	while (!c11_go)
+		cnd_wait(&c11_c, &c11_m);
+	c11_done++;
+	mtx_unlock(&c11_m);
+	return 0;
+}
+
+static void *c11_pwaiter(void *p)
+{
+	pthread_mutex_t *m = (pthread_mutex_t *)&c11_m;
+	pthread_cond_t *c = (pthread_cond_t *)&c11_c;
+	pthread_mutex_lock(m);
+	c11_ready++;
+	pthread_cond_broadcast(c);
+	while (!c11_go)
+		pthread_cond_wait(c, m);
+	c11_done++;
+	pthread_mutex_unlock(m);
+	return NULL;
+}
+
+START_TEST(test_c11)
+{
+	ck_assert_int_eq(mtx_init(&c11_m, mtx_timed), thrd_success);
+	ck_assert_int_eq(cnd_init(&c11_c), thrd_success);
+	thrd_t a;
+	pthread_t b;
+	ck_assert_int_eq(thrd_create(&a, c11_waiter, NULL), thrd_success);
+	pthread_create(&b, NULL, c11_pwaiter, NULL);
+	mtx_lock(&c11_m);
+	while (c11_ready < 2)
+		cnd_wait(&c11_c, &c11_m);
+	c11_go = 1;
+	cnd_broadcast(&c11_c);
+	mtx_unlock(&c11_m);
+	thrd_join(a, NULL);
+	pthread_join(b, NULL);
+	ck_assert_int_eq(c11_done, 2);
+
+	/* error mapping */
+	ck_assert_int_eq(mtx_lock(&c11_m), thrd_success);
+	ck_assert_int_eq(mtx_trylock(&c11_m), thrd_busy);
+	struct timespec d = in_ms(CLOCK_REALTIME, 20);
+	ck_assert_int_eq(cnd_timedwait(&c11_c, &c11_m, &d), thrd_timedout);
+	mtx_unlock(&c11_m);
+	mtx_t r;
+	ck_assert_int_eq(mtx_init(&r, mtx_plain | mtx_recursive), thrd_success);
+	ck_assert_int_eq(mtx_lock(&r), thrd_success);
+	ck_assert_int_eq(mtx_lock(&r), thrd_success);
+	ck_assert_int_eq(mtx_unlock(&r), thrd_success);
+	ck_assert_int_eq(mtx_unlock(&r), thrd_success);
+	mtx_destroy(&r);
+	cnd_destroy(&c11_c);
+	mtx_destroy(&c11_m);
+}
+END_TEST
+
+static void *c11_holder(void *p)
+{
+	mtx_lock(p);
+	sem_post(&cancel_started);
+	struct timespec ts = { 0, 200000000L };
+	nanosleep(&ts, NULL);
+	mtx_unlock(p);
+	return NULL;
+}
+
+START_TEST(test_c11_timedlock)
+{
+	mtx_t m;
+	mtx_init(&m, mtx_timed);
+	sem_init(&cancel_started, 0, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, c11_holder, &m);
+	sem_wait(&cancel_started);
+	struct timespec d = in_ms(CLOCK_REALTIME, 20);
+	ck_assert_int_eq(mtx_timedlock(&m, &d), thrd_timedout);
+	d = in_ms(CLOCK_REALTIME, 10000);
+	ck_assert_int_eq(mtx_timedlock(&m, &d), thrd_success);
+	mtx_unlock(&m);
+	pthread_join(t, NULL);
+}
+END_TEST
+
+/* ---- rwlock ---- */
+
+static pthread_rwlock_t rw_a = PTHREAD_RWLOCK_INITIALIZER;
+static atomic_int rw_inside, rw_max;
+
+static void *rw_reader(void *p)
+{
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rw_a), 0);
+	int n = atomic_fetch_add(&rw_inside, 1) + 1;
+	int m = atomic_load(&rw_max);
+	while (n > m && !atomic_compare_exchange_weak(&rw_max, &m, n))
+		;
+	/* wait (bounded) until the other reader is inside as well */
+	for (int i = 0; i < 2000 && atomic_load(&rw_inside) < 2; i++)
+		usleep(1000);
+	pthread_rwlock_unlock(&rw_a);
+	return NULL;
+}
+
+START_TEST(test_rwlock_basic)
+{
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, rw_reader, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(atomic_load(&rw_max), 2);
+
+	pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+	struct timespec zero = { 0, 0 }, d;
+	ck_assert_int_eq(pthread_rwlock_wrlock(&rw), 0);
+	ck_assert_int_eq(pthread_rwlock_wrlock(&rw), EDEADLK);
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rw), EDEADLK);
+	ck_assert_int_eq(pthread_rwlock_tryrdlock(&rw), EBUSY);
+	ck_assert_int_eq(pthread_rwlock_trywrlock(&rw), EBUSY);
+	ck_assert_int_eq(pthread_rwlock_clockrdlock(&rw, CLOCK_PROCESS_CPUTIME_ID, &zero), EINVAL);
+	ck_assert_int_eq(pthread_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(pthread_rwlock_trywrlock(&rw), EBUSY);
+	struct timespec s;
+	clock_gettime(CLOCK_REALTIME, &s);
+	d = in_ms(CLOCK_REALTIME, 30);
+	ck_assert_int_eq(pthread_rwlock_timedwrlock(&rw, &d), ETIMEDOUT);
+	ck_assert_int_ge(elapsed_ms(&s, CLOCK_REALTIME), 29);
+	d = in_ms(CLOCK_MONOTONIC, 30);
+	ck_assert_int_eq(pthread_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &d), ETIMEDOUT);
+	/* readers still enter after the writer gave up */
+	ck_assert_int_eq(pthread_rwlock_tryrdlock(&rw), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_rwlock_unlock(&rw), 0);
+	d = in_ms(CLOCK_MONOTONIC, 1000);
+	ck_assert_int_eq(pthread_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &d), 0);
+	d = in_ms(CLOCK_REALTIME, 20);
+	ck_assert_int_eq(pthread_rwlock_timedrdlock(&rw, &d), EDEADLK);
+	ck_assert_int_eq(pthread_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(pthread_rwlock_destroy(&rw), 0);
+}
+END_TEST
+
+/* Writers do not starve: two readers keep the lock read-held in
+ * overlapping turns; a writer still gets in within a bound. */
+static pthread_rwlock_t starve_rw = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static atomic_int starve_stop;
+
+static void *starve_reader(void *p)
+{
+	while (!atomic_load(&starve_stop)) {
+		pthread_rwlock_rdlock(&starve_rw);
+		usleep(200);
+		pthread_rwlock_unlock(&starve_rw);
+	}
+	return NULL;
+}
+
+START_TEST(test_rwlock_writer_progress)
+{
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, starve_reader, NULL);
+	usleep(20000);
+	for (int k = 0; k < 20; k++) {
+		struct timespec d = in_ms(CLOCK_MONOTONIC, 2000);
+		ck_assert_int_eq(pthread_rwlock_clockwrlock(&starve_rw, CLOCK_MONOTONIC, &d), 0);
+		pthread_rwlock_unlock(&starve_rw);
+		usleep(1000);
+	}
+	atomic_store(&starve_stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+}
+END_TEST
+
+/* ---- spin, barrier, sem ---- */
+
+static pthread_spinlock_t spin;
+static long spin_counter;
+
+static void *spin_thread(void *p)
+{
+	for (int i = 0; i < NITER; i++) {
+		pthread_spin_lock(&spin);
+		spin_counter++;
+		pthread_spin_unlock(&spin);
+	}
+	return NULL;
+}
+
+START_TEST(test_spin)
+{
+	ck_assert_int_eq(pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE), 0);
+	ck_assert_int_eq(pthread_spin_lock(&spin), 0);
+	ck_assert_int_eq(pthread_spin_trylock(&spin), EBUSY);
+	ck_assert_int_eq(pthread_spin_unlock(&spin), 0);
+	pthread_t t[NT];
+	for (int i = 0; i < NT; i++)
+		pthread_create(&t[i], NULL, spin_thread, NULL);
+	for (int i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(spin_counter, (long)NT * NITER);
+	ck_assert_int_eq(pthread_spin_destroy(&spin), 0);
+}
+END_TEST
+
+static pthread_barrier_t bar;
+static atomic_int serials, phase_errors;
+static atomic_int phase_count[200];
+
+static void *bar_thread(void *p)
+{
+	for (int r = 0; r < 200; r++) {
+		atomic_fetch_add(&phase_count[r], 1);
+		int e = pthread_barrier_wait(&bar);
+		if (e == PTHREAD_BARRIER_SERIAL_THREAD)
+			atomic_fetch_add(&serials, 1);
+		else if (e != 0)
+			atomic_fetch_add(&phase_errors, 1);
+		/* everyone arrived at round r before anyone leaves it */
+		if (atomic_load(&phase_count[r]) != NT)
+			atomic_fetch_add(&phase_errors, 1);
+	}
+	return NULL;
+}
+
+START_TEST(test_barrier)
+{
+	pthread_barrier_t b0;
+	ck_assert_int_eq(pthread_barrier_init(&b0, NULL, 0), EINVAL);
+	ck_assert_int_eq(pthread_barrier_init(&bar, NULL, NT), 0);
+	pthread_t t[NT];
+	for (int i = 0; i < NT; i++)
+		pthread_create(&t[i], NULL, bar_thread, NULL);
+	for (int i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(atomic_load(&serials), 200);
+	ck_assert_int_eq(atomic_load(&phase_errors), 0);
+	ck_assert_int_eq(pthread_barrier_destroy(&bar), 0);
+}
+END_TEST
+
+static sem_t psem;
+static atomic_long consumed;
+
+static void *sem_consumer(void *p)
+{
+	for (int i = 0; i < NITER / 10; i++) {
+		while (sem_wait(&psem) != 0)
+			ck_assert_int_eq(errno, EINTR);
+		atomic_fetch_add(&consumed, 1);
+	}
+	return NULL;
+}
+
+START_TEST(test_sem)
+{
+	sem_t s;
+	ck_assert_int_eq(sem_init(&s, 0, (unsigned)SEM_VALUE_MAX + 1u), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(sem_init(&s, 0, 1), 0);
+	int v;
+	ck_assert_int_eq(sem_getvalue(&s, &v), 0);
+	ck_assert_int_eq(v, 1);
+	ck_assert_int_eq(sem_trywait(&s), 0);
+	ck_assert_int_eq(sem_trywait(&s), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	struct timespec st, d, bad = { 0, 2000000000L }, zero = { 0, 0 };
+	clock_gettime(CLOCK_REALTIME, &st);
+	d = in_ms(CLOCK_REALTIME, 30);
+	ck_assert_int_eq(sem_timedwait(&s, &d), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_int_ge(elapsed_ms(&st, CLOCK_REALTIME), 29);
+	d = in_ms(CLOCK_MONOTONIC, 30);
+	ck_assert_int_eq(sem_clockwait(&s, CLOCK_MONOTONIC, &d), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_int_eq(sem_timedwait(&s, &bad), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(sem_clockwait(&s, CLOCK_PROCESS_CPUTIME_ID, &zero), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(sem_post(&s), 0);
+	ck_assert_int_eq(sem_timedwait(&s, &bad), -1); /* checked first */
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(sem_trywait(&s), 0);
+	ck_assert_int_eq(sem_destroy(&s), 0);
+
+	sem_init(&psem, 0, 0);
+	pthread_t t[NT];
+	for (int i = 0; i < NT; i++)
+		pthread_create(&t[i], NULL, sem_consumer, NULL);
+	for (int i = 0; i < NT * (NITER / 10); i++)
+		ck_assert_int_eq(sem_post(&psem), 0);
+	for (int i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(atomic_load(&consumed), (long)NT * (NITER / 10));
+	ck_assert_int_eq(sem_getvalue(&psem, &v), 0);
+	ck_assert_int_eq(v, 0);
+}
+END_TEST
+
+/* ---- process-shared objects: this process (through us) and a peer
+ * process linked without the preload (glibc only) share them ---- */
+
+struct shared_page {
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	sem_t sem;
+	long counter;
+	int done;
+};
+
+START_TEST(test_pshared)
+{
+	int fd = memfd_create("weft-preload-pshared", 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	struct shared_page *p = mmap(NULL, sizeof *p, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	ck_assert_int_eq(pthread_mutex_init(&p->mutex, &ma), 0);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	ck_assert_int_eq(pthread_cond_init(&p->cond, &ca), 0);
+	ck_assert_int_eq(sem_init(&p->sem, 1, 0), 0);
+
+	const char *peer = getenv("PRELOAD_PEER");
+	if (!peer)
+		peer = "tests/preload_peer";
+	char fdarg[16], rounds[16];
+	snprintf(fdarg, sizeof fdarg, "%d", fd);
+	snprintf(rounds, sizeof rounds, "%d", 50000);
+	pid_t pid = fork();
+	if (pid == 0) {
+		unsetenv("LD_PRELOAD");
+		execl(peer, peer, fdarg, rounds, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 50000; i++) {
+		pthread_mutex_lock(&p->mutex);
+		p->counter++;
+		pthread_mutex_unlock(&p->mutex);
+	}
+	pthread_mutex_lock(&p->mutex);
+	while (!p->done)
+		pthread_cond_wait(&p->cond, &p->mutex);
+	pthread_mutex_unlock(&p->mutex);
+	struct timespec d = in_ms(CLOCK_REALTIME, 10000);
+	ck_assert_int_eq(sem_timedwait(&p->sem, &d), 0);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "peer status %d", st);
+	ck_assert_int_eq(p->counter, 100000);
+	/* the shared objects are in glibc's format: its pshared markers */
+	ck_assert_int_ne(((int *)&p->mutex)[4] & 0x80, 0);
+	ck_assert_int_ne(((unsigned *)&p->sem)[2], 0);
+}
+END_TEST
+
+/* ---- fork while 8 threads hammer every lock type ---- */
+
+static pthread_mutex_t fk_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fk_c = PTHREAD_COND_INITIALIZER;
+static pthread_rwlock_t fk_rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_spinlock_t fk_spin;
+static sem_t fk_sem;
+static atomic_int fk_stop;
+static long fk_n;
+
+static void *fk_hammer(void *p)
+{
+	long id = (long)p;
+	unsigned n = 0;
+	while (!atomic_load(&fk_stop)) {
+		/* leave the CPUs to main and the children now and then: on a
+		 * loaded 2-CPU machine 8 busy threads starve the forks */
+		if ((++n & 1023) == 0)
+			usleep(200);
+		switch (id % 4) {
+		case 0:
+			pthread_mutex_lock(&fk_m);
+			fk_n++;
+			pthread_cond_signal(&fk_c);
+			pthread_mutex_unlock(&fk_m);
+			break;
+		case 1: {
+			struct timespec d = in_ms(CLOCK_REALTIME, 1);
+			pthread_mutex_lock(&fk_m);
+			pthread_cond_timedwait(&fk_c, &fk_m, &d);
+			pthread_mutex_unlock(&fk_m);
+			break;
+		}
+		case 2:
+			pthread_rwlock_rdlock(&fk_rw);
+			pthread_rwlock_unlock(&fk_rw);
+			pthread_rwlock_wrlock(&fk_rw);
+			pthread_rwlock_unlock(&fk_rw);
+			break;
+		case 3:
+			pthread_spin_lock(&fk_spin);
+			pthread_spin_unlock(&fk_spin);
+			sem_post(&fk_sem);
+			sem_trywait(&fk_sem);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void *child_thread(void *p)
+{
+	pthread_mutex_t *m = p;
+	for (int i = 0; i < 1000; i++) {
+		pthread_mutex_lock(m);
+		pthread_mutex_unlock(m);
+	}
+	return NULL;
+}
+
+static int child_body(void)
+{
+	/* the locks may have been held by threads that do not exist here:
+	 * re-init them, as POSIX asks, then lock, unlock and use threads */
+	pthread_mutex_init(&fk_m, NULL);
+	pthread_cond_init(&fk_c, NULL);
+	pthread_rwlock_init(&fk_rw, NULL);
+	pthread_spin_init(&fk_spin, 0);
+	sem_init(&fk_sem, 0, 0);
+	if (pthread_mutex_lock(&fk_m) || pthread_mutex_unlock(&fk_m))
+		return 1;
+	if (pthread_rwlock_wrlock(&fk_rw) || pthread_rwlock_unlock(&fk_rw))
+		return 2;
+	pthread_spin_lock(&fk_spin);
+	pthread_spin_unlock(&fk_spin);
+	if (sem_post(&fk_sem) || sem_wait(&fk_sem))
+		return 3;
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, child_thread, &fk_m))
+			return 4;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	struct timespec d = in_ms(CLOCK_REALTIME, 5);
+	pthread_mutex_lock(&fk_m);
+	if (pthread_cond_timedwait(&fk_c, &fk_m, &d) != ETIMEDOUT)
+		return 5;
+	pthread_mutex_unlock(&fk_m);
+	return 0;
+}
+
+START_TEST(test_fork)
+{
+	pthread_spin_init(&fk_spin, 0);
+	sem_init(&fk_sem, 0, 0);
+	pthread_t t[8];
+	for (long i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, fk_hammer, (void *)i);
+	for (int k = 0; k < 10; k++) {
+		usleep(2000);
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0)
+			_exit(child_body());
+		int st;
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+		/* posix_spawn and vfork+exec never hang */
+		char *argv[] = { "true", NULL };
+		ck_assert_int_eq(posix_spawnp(&pid, "true", NULL, NULL, argv, environ), 0);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		pid = vfork();
+		if (pid == 0) {
+			execlp("true", "true", (char *)NULL);
+			_exit(127);
+		}
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_int_eq(WEXITSTATUS(st), 0);
+	}
+	atomic_store(&fk_stop, 1);
+	pthread_mutex_lock(&fk_m);
+	pthread_cond_broadcast(&fk_c);
+	pthread_mutex_unlock(&fk_m);
+	for (int i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("preload");
+	TCase *tc = tcase_create("symbols");
+	tcase_add_test(tc, test_interposed);
+	tcase_add_test(tc, test_sizes);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("mutex");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_mutex_errors);
+	tcase_add_test(tc, test_mutex_timeouts);
+	tcase_add_loop_test(tc, test_mutex_counter, 0, 4);
+	tcase_add_test(tc, test_mutex_glibc_kinds);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("cond");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_cond_broadcast);
+	tcase_add_test(tc, test_cond_signal);
+	tcase_add_test(tc, test_cond_errors_timeouts);
+	tcase_add_test(tc, test_cond_cancel);
+	tcase_add_test(tc, test_cond_robust_owner_dead);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("c11");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_c11);
+	tcase_add_test(tc, test_c11_timedlock);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("rwlock");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_rwlock_basic);
+	tcase_add_test(tc, test_rwlock_writer_progress);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("other");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_spin);
+	tcase_add_test(tc, test_barrier);
+	tcase_add_test(tc, test_sem);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("process");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_pshared);
+	tcase_add_test(tc, test_fork);
+	suite_add_tcase(s, tc);
+
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
