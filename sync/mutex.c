@@ -5,8 +5,8 @@
  * What it owns
  *   The lock word, the owner-spin policy, the mutex's wait queue and the
  *   hand-off rule; plus the wait-morphing entry points that cond.c uses to
- *   move signalled waiters onto a mutex (sync/mutex.h). DESIGN.md "Mutex";
- *   SEEDS.md A2 (test-mutex, seed 001) and B2 (adaptive spinning).
+ *   move signalled waiters onto a mutex (sync/mutex.h). docs/design.md
+ *   "Mutex"; docs/seeds.md "Seed 001" (test-mutex, adaptive spinning).
  *
  * State word (m->state, one uintptr_t)
  *
