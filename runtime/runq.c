@@ -92,25 +92,31 @@ void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first
 	atomic_flag_clear_explicit(&w->rqlock, memory_order_release);
 }
 
-/* Take the unpinned threads of w's private list, for another worker
- * (NO_MAILBOX only: the list is then under w->rqlock, I4, so a rescuer may
- * unlink from it; with MAILBOX the owner touches it without a lock and no
- * one else may). Pinned threads stay, in order (I3). Returns how many,
- * the chain in *first..*last. Used by idle.c's stranded-mail rescue: the
- * locked insert of a remote wake is this mode's mailbox. */
+/* Take half (rounded up) of the unpinned threads of w's private list, the
+ * oldest, for another worker (NO_MAILBOX only: the list is then under
+ * w->rqlock, I4, so a rescuer may unlink from it; with MAILBOX the owner
+ * touches it without a lock and no one else may). Half, as a steal takes:
+ * the list also holds the owner's own local work, which it will run when
+ * it gets to it. The others stay in order (I3 for the pinned ones).
+ * Returns how many, the chain in *first..*last. Used by idle.c's
+ * stranded-mail rescue: the locked insert of a remote wake is this mode's
+ * mailbox. */
 uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct weft_thread **first,
 				      struct weft_thread **last)
 {
 	struct wft_runq *q = &w->rq;
 	struct weft_thread *t, *next, *kf = NULL, *kl = NULL, *uf = NULL, *ul = NULL;
-	uint32_t nu = 0;
+	uint32_t nu = 0, want = 0;
 
 	WFT_ASSERT(!wft_feat(MAILBOX));
 	wft_rq_lock(w);
+	for (t = q->phead; t; t = t->link)
+		want += t->pin < 0;
+	want = (want + 1) / 2;
 	for (t = q->phead; t; t = next) {
 		next = t->link;
 		t->link = NULL;
-		if (t->pin >= 0) {
+		if (t->pin >= 0 || nu == want) {
 			if (kl)
 				kl->link = t;
 			else
