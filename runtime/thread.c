@@ -83,6 +83,7 @@
  * does not link GPL code.)
  */
 #include "runtime/wft.h"
+#include "runtime/diag.h"
 #include "runtime/sanitizer.h"
 
 #include <atomic_ops.h>
@@ -280,18 +281,51 @@ void wft_tcb_cache_flush(struct wft_worker *w)
 	w->ntcb_stacked = 0;
 }
 
+/*
+ * Shutdown: the slabs stay (I1 holds for the life of the process, so a
+ * handle used after weft_shutdown reads a TCB, never freed memory), and
+ * every TCB that was never reaped (a joinable thread that exited and was
+ * not joined: EXITED, or EXITED_T of a joiner racing the shutdown) is
+ * freed here: FREE with its generation, back into the global pool. A
+ * join or detach of such a stale handle then finds FREE and returns
+ * EINVAL, where before it read freed memory, returned 0 and pushed the
+ * TCB into the next runtime's pool. A stale handle whose TCB a later
+ * runtime reuses is the dangling-handle case of weft_join (undefined, as
+ * in pthreads). The worker caches were flushed to the global pool by the
+ * workers' exits. Context: weft_shutdown, the workers joined.
+ */
 void wft_tcb_pool_fini_unsafe(void)
 {
-	while (slabs) {
-		struct tcb_slab *s = slabs;
+	for (struct tcb_slab *s = slabs; s; s = s->next) {
+		for (unsigned i = 0; i < TCB_SLAB; i++) {
+			struct weft_thread *t = &s->tcbs[i];
+			/* relaxed: the workers are joined (pthread_join orders) */
+			uintptr_t js = atomic_load_explicit(&t->jstate, memory_order_relaxed);
+			unsigned c = WFT_JS_CODE(js);
 
-		slabs = s->next;
-		for (unsigned i = 0; i < TCB_SLAB; i++)
-			wft_san_fiber_destroy(s->tcbs[i].san_fiber);
-		free(s);
+			if (WFT_JS_IS_JOINER(js) || (c != WFT_J_EXITED && c != WFT_J_EXITED_T))
+				continue;
+			if (t->specific) {
+				free(t->specific);
+				t->specific = NULL;
+				t->nspecific = 0;
+			}
+			if (t->stack)
+				wft_stack_release(NULL, t);
+			atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_FREE, t->seq),
+					      memory_order_relaxed);
+			global_push(t, t);
+		}
 	}
-	tcb_free.AO_val1 = 0;
-	tcb_free.AO_val2 = 0;
+}
+
+void wft_tcb_foreach(void (*fn)(struct weft_thread *t, void *arg), void *arg)
+{
+	pthread_mutex_lock(&slab_lock);
+	for (struct tcb_slab *s = slabs; s; s = s->next)
+		for (unsigned i = 0; i < TCB_SLAB; i++)
+			fn(&s->tcbs[i], arg);
+	pthread_mutex_unlock(&slab_lock);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -441,6 +475,8 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 
 	if (!fn)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	/* From a weft thread the runtime is running (weft_shutdown waits for
 	 * every weft thread and refuses to run in one), so the state check of
 	 * spawn_check() is only needed from OS threads. */
@@ -495,6 +531,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	atomic_store_explicit(&t->wakee_flips, 0, memory_order_relaxed);
 	t->flip_wakes = 0;
 	t->flip_decay = 0;
+	t->wait_what = NULL;
 	if (wft_unlikely(attr && attr->name)) {
 		strncpy(t->name, attr->name, sizeof(t->name) - 1);
 		t->name[sizeof(t->name) - 1] = '\0';
@@ -787,6 +824,8 @@ int weft_join(weft_thread_t t, void **ret)
 
 	if (!t)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	self = wft_thread_self();
 	if (t == self)
 		return EDEADLK;
@@ -798,8 +837,14 @@ int weft_join(weft_thread_t t, void **ret)
 		return reap(t, js, ret);
 	if (WFT_JS_CODE(js) != WFT_J_JOINABLE)
 		return EINVAL;   /* a joiner's address, detached, reserved or free */
-	if (self)
-		return join_parked(wft_worker_self(), self, t, js, ret);
+	if (self) {
+		int r;
+
+		wft_wait_note(self, "join", t);
+		r = join_parked(wft_worker_self(), self, t, js, ret);
+		wft_wait_clear(self);
+		return r;
+	}
 	/* From a plain OS thread: the waiter (a futex on our own word). */
 	wft_waiter_init(&wt);
 	/* release: publishes the initialised waiter to the exiting thread */
@@ -926,16 +971,28 @@ int wft_thread_park(weft_time_t deadline)
 
 int weft_park(void)
 {
-	if (!wft_thread_self())
+	struct weft_thread *self = wft_thread_self();
+	int r;
+
+	if (!self)
 		return EPERM;
-	return wft_thread_park(WEFT_TIME_INFINITE);
+	wft_wait_note(self, "park", NULL);
+	r = wft_thread_park(WEFT_TIME_INFINITE);
+	wft_wait_clear(self);
+	return r;
 }
 
 int weft_park_until(weft_time_t deadline)
 {
-	if (!wft_thread_self())
+	struct weft_thread *self = wft_thread_self();
+	int r;
+
+	if (!self)
 		return EPERM;
-	return wft_thread_park(deadline);
+	wft_wait_note(self, "park", NULL);
+	r = wft_thread_park(deadline);
+	wft_wait_clear(self);
+	return r;
 }
 
 int weft_unpark(weft_thread_t t)
@@ -986,8 +1043,10 @@ int weft_sleep_until(weft_time_t deadline)
 		 * weft_park, so it is not lost: the token goes back (before,
 		 * the sleep's parks consumed it, and a weft_park after the
 		 * sleep waited for another unpark: found by review). */
+		wft_wait_note(self, "sleep", NULL);
 		while (wft_thread_park(deadline) != ETIMEDOUT)
 			unparked = true;
+		wft_wait_clear(self);
 		if (unparked)
 			/* relaxed RMW: we already acquired from the unparker
 			 * (the park's exchange); an RMW, not a store, keeps the

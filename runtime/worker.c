@@ -73,6 +73,7 @@
  * only the on_cpu hand-shake above (the kernel's p->on_cpu).
  */
 #include "runtime/wft.h"
+#include "runtime/diag.h"
 #include "runtime/sanitizer.h"
 
 #include <sched.h>
@@ -879,6 +880,7 @@ static void *worker_main(void *arg)
 	char name[16];
 
 	wft_tls_worker = w;
+	wft_segv_altstack();   /* the stack-overflow report's stack (segv.c) */
 	wft_drain_worker_start(w);
 	snprintf(name, sizeof(name), "weft-w%d", w->id);
 	prctl(PR_SET_NAME, name);
