@@ -22,3 +22,13 @@ tests_check_lifecycle_LDADD = $(TEST_LDADD)
 tests_check_diag_SOURCES = tests/check_diag.c
 tests_check_diag_CFLAGS = $(TEST_CFLAGS)
 tests_check_diag_LDADD = $(TEST_LDADD)
+
+# The gdb helper: installed in $(pkgdatadir); tests/check_gdb.sh runs
+# tests/gdb_target under gdb in batch mode (SKIP without gdb).
+dist_pkgdata_DATA = runtime/weft-gdb.py
+check_PROGRAMS += tests/gdb_target
+tests_gdb_target_SOURCES = tests/gdb_target.c
+tests_gdb_target_CFLAGS = $(AM_CFLAGS) -g
+tests_gdb_target_LDADD = libweft.la -lpthread
+TESTS += tests/check_gdb.sh
+dist_check_SCRIPTS += tests/check_gdb.sh
