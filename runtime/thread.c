@@ -840,7 +840,7 @@ int weft_join(weft_thread_t t, void **ret)
 	if (self) {
 		int r;
 
-		wft_wait_note(self, "join", t);
+		wft_wait_note_untimed(self, "join", t);
 		r = join_parked(wft_worker_self(), self, t, js, ret);
 		wft_wait_clear(self);
 		return r;
@@ -976,7 +976,7 @@ int weft_park(void)
 
 	if (!self)
 		return EPERM;
-	wft_wait_note(self, "park", NULL);
+	wft_wait_note_untimed(self, "park", NULL);
 	r = wft_thread_park(WEFT_TIME_INFINITE);
 	wft_wait_clear(self);
 	return r;
@@ -989,7 +989,7 @@ int weft_park_until(weft_time_t deadline)
 
 	if (!self)
 		return EPERM;
-	wft_wait_note(self, "park", NULL);
+	wft_wait_note_untimed(self, "park", NULL);
 	r = wft_thread_park(deadline);
 	wft_wait_clear(self);
 	return r;

@@ -906,6 +906,17 @@ static inline void wft_wait_note(struct weft_thread *t, const char *what, const 
 		t->wait_since = wft_coarse_now();
 	}
 }
+/* The same without the time stamp (the join and park paths, where 5-9 ns
+ * of a coarse clock read would show in spawn+join): the dump then prints
+ * no duration. */
+static inline void wft_wait_note_untimed(struct weft_thread *t, const char *what, const void *obj)
+{
+	if (t) {
+		t->wait_what = what;
+		t->wait_obj = obj;
+		t->wait_since = 0;
+	}
+}
 static inline void wft_wait_clear(struct weft_thread *t)
 {
 	if (t)
