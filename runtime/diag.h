@@ -26,6 +26,12 @@ void wft_segv_install(void);
 int wft_segv_altstack(void);
 void wft_segv_altstack_free(void);
 
+/* Debug builds, threads spawned with guard = 0: a canary at the bottom of
+ * the stack, set at the first run and checked at every park and at exit;
+ * a changed canary panics naming the thread (segv.c). Context: t itself. */
+void wft_stack_canary_set(struct weft_thread *t);
+void wft_stack_canary_check(struct weft_thread *t);
+
 /* Forked child of a process whose runtime was running: weft calls that
  * need the workers return ENOTSUP (dump.c). relaxed loads: written once,
  * in the child's atfork handler, before the child's code runs again. */

@@ -29,7 +29,11 @@
  * the default action, re-raised by returning with it restored), so a
  * program's own SIGSEGV handling keeps working. With guard = 0 an overflow
  * runs into whatever is mapped below (another thread's stack): nothing
- * detects it (documented in weft.h and weft(7)).
+ * detects it at the fault (documented in weft.h and weft(7)). Debug builds
+ * (--enable-debug) put a canary in the lowest 64 bytes of such a stack at
+ * the thread's first run and check it at every park and at exit: an
+ * overflow that went through the bottom of the stack is reported there
+ * (late, but by name) with a panic.
  */
 #include "runtime/diag.h"
 
@@ -80,6 +84,37 @@ int wft_segv_altstack(void)
 	ss.ss_size = ALTSTACK_SIZE;
 	ss.ss_flags = 0;
 	return sigaltstack(&ss, NULL) ? errno : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Canary for guard = 0 (debug builds) */
+
+#define CANARY_WORDS 8
+
+static uint64_t canary_of(const struct weft_thread *t, unsigned i)
+{
+	return 0x5745465443414e41ull ^ ((uintptr_t)t * 0x9E3779B97F4A7C15ull) ^ i;
+}
+
+void wft_stack_canary_set(struct weft_thread *t)
+{
+	uint64_t *lo = (uint64_t *)(void *)wft_stack_lo(t);
+
+	for (unsigned i = 0; i < CANARY_WORDS; i++)
+		lo[i] = canary_of(t, i);
+}
+
+void wft_stack_canary_check(struct weft_thread *t)
+{
+	const uint64_t *lo = (const uint64_t *)(const void *)wft_stack_lo(t);
+
+	if (!t->stack)
+		return;
+	for (unsigned i = 0; i < CANARY_WORDS; i++)
+		if (lo[i] != canary_of(t, i))
+			wft_panic("stack overflow in weft thread %s (id %p, stack size %zu, guard 0): "
+				  "the canary at the bottom of its stack was overwritten",
+				  t->name[0] ? t->name : "(unnamed)", (void *)t, t->stack_size);
 }
 
 /* ---------------------------------------------------------------------- */

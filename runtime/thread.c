@@ -577,6 +577,8 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 
 	if (t->specific)
 		wft_key_run_destructors(t);
+	if (WFT_DEBUG && !t->guard)
+		wft_stack_canary_check(t);
 	t->ret = ret;
 	/* acquire: pairs with the release CAS of a joiner (what it wrote
 	 * before registering: its waiter, its state) */
@@ -643,6 +645,8 @@ void wft_thread_start(struct wft_ctx *prev, void *arg)
 	(void)prev;
 	wft_san_switch_end(NULL);
 	wft_worker_finish_switch(wft_worker_self());
+	if (WFT_DEBUG && !t->guard)
+		wft_stack_canary_set(t);   /* segv.c: guard = 0 in debug builds */
 	ret = t->fn(t->arg);
 	thread_exit(t, ret);
 }
@@ -918,6 +922,8 @@ int wft_thread_park(weft_time_t deadline)
 	struct weft_thread *t = w->current;
 	int expected, timed = deadline != WEFT_TIME_INFINITE;
 
+	if (WFT_DEBUG && !t->guard)
+		wft_stack_canary_check(t);
 	/* acquire: pairs with the unparker's xchg; what it wrote before the
 	 * unpark (e.g. a waiter's state) is visible */
 	if (atomic_exchange_explicit(&t->token, 0, memory_order_acquire))
