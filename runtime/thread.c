@@ -285,8 +285,7 @@ void wft_tcb_cache_flush(struct wft_worker *w)
  * Shutdown: the slabs stay (I1 holds for the life of the process, so a
  * handle used after weft_shutdown reads a TCB, never freed memory), and
  * every TCB that was never reaped (a joinable thread that exited and was
- * not joined: EXITED, or EXITED_T of a joiner racing the shutdown) is
- * freed here: FREE with its generation, back into the global pool. A
+ * not joined: EXITED) is freed here: FREE with its generation, back into the global pool. A
  * join or detach of such a stale handle then finds FREE and returns
  * EINVAL, where before it read freed memory, returned 0 and pushed the
  * TCB into the next runtime's pool. A stale handle whose TCB a later
@@ -303,7 +302,11 @@ void wft_tcb_pool_fini_unsafe(void)
 			uintptr_t js = atomic_load_explicit(&t->jstate, memory_order_relaxed);
 			unsigned c = WFT_JS_CODE(js);
 
-			if (WFT_JS_IS_JOINER(js) || (c != WFT_J_EXITED && c != WFT_J_EXITED_T))
+			/* EXITED only: an EXITED_T belongs to a joiner that was
+			 * woken and will reap it itself (an OS thread whose join
+			 * races the shutdown); freeing it here too would push it
+			 * twice */
+			if (WFT_JS_IS_JOINER(js) || c != WFT_J_EXITED)
 				continue;
 			if (t->specific) {
 				free(t->specific);
