@@ -29,6 +29,7 @@
  *                      without it draws a seed and prints it to stderr.
  *                      Not a number: EINVAL
  *   WEFT_OFFLOAD_THREADS=N  most offload helper threads (weft/io.h), 1..1024
+ *   WEFT_DUMP_SIGNAL=SIGQUIT  that signal writes weft_dump() to stderr
  * Every numeric variable is parsed strictly: decimal digits only (and the
  * size suffix), in range, no overflow; anything else (WEFT_WORKERS=2abc,
  * WEFT_PIN=yes, WEFT_STACK_SIZE=17592186044417m) makes weft_init return
@@ -37,6 +38,30 @@
  * switches the override is per switch: WEFT_FEATURES applies on top of
  * weft_config_t.features, so a switch it does not name keeps the config's
  * setting.
+ *
+ * Signals: the workers run with the asynchronous signals blocked (all but
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT, SIGPIPE,
+ * SIGXFSZ, SIGXCPU, SIGPROF, SIGVTALRM), so a handler of a signal sent to
+ * the process runs on one of the program's own OS threads. If all of them
+ * block it, it stays pending. A light thread that changes its signal mask
+ * changes its worker's: don't. Async-signal-safe (callable from a
+ * handler): weft_sem_post, weft_sem_post_n, weft_unpark, weft_self,
+ * weft_worker_id, weft_now_ns. Every other weft call is NOT
+ * async-signal-safe (the blocking calls, spawn and join, the mutex,
+ * cond, rwlock, barrier, channel and I/O calls, weft_dump, init and
+ * shutdown). With the NO_MAILBOX switch even weft_sem_post and
+ * weft_unpark are not (the baseline's wake takes a spin lock).
+ *
+ * fork(): the child of a process whose runtime is running has no workers.
+ * There weft_init, weft_shutdown, weft_spawn and weft_join return ENOTSUP;
+ * the child may use only async-signal-safe calls and should exec or _exit
+ * (as POSIX says of any multithreaded program). A fork while no runtime
+ * runs gives a child that may start its own.
+ *
+ * A stack overflow into a light thread's guard page prints "weft: stack
+ * overflow in weft thread NAME (id 0x..., stack size N, ...)" and aborts.
+ * A thread spawned with guard = 0 has no guard page: its overflow runs into
+ * whatever is mapped below (another thread's stack) undetected.
  */
 #ifndef WEFT_H
 #define WEFT_H
@@ -85,6 +110,26 @@ WEFT_API int weft_init(const weft_config_t *cfg);
  * still running are waited for. Returns 0, EPERM (called from a weft thread),
  * or EINVAL (not running). Context: OS thread. */
 WEFT_API int weft_shutdown(void);
+
+/* Like weft_shutdown(), but gives up at the absolute CLOCK_MONOTONIC time
+ * deadline: then it prints the light threads still alive (name, state,
+ * what each waits on) to stderr and returns ETIMEDOUT, the runtime still
+ * running (call it again, or weft_shutdown, later). weft_shutdown itself
+ * prints the same report once if it has waited 2 s, and keeps waiting.
+ * Returns 0, EPERM (called from a weft thread), EINVAL (not running),
+ * ETIMEDOUT, ENOTSUP (in the child of a fork, see weft(7)).
+ * Context: OS thread. */
+WEFT_API int weft_shutdown_timed(weft_time_t deadline);
+
+/* Write a dump of the runtime to fd: every light thread (handle, name,
+ * state, what it waits on and for how long, its worker) and every worker
+ * (idle state, running thread, next slot, runqueue length, mailbox,
+ * timers). A racy snapshot taken without the runtime's locks, so it works
+ * on a hung program. WEFT_DUMP_SIGNAL=SIGQUIT (a name or number) makes
+ * that signal write the dump to stderr (Go's SIGQUIT dump, without the
+ * exit). Returns 0 or EINVAL (fd < 0). Context: any (not a signal
+ * handler: use WEFT_DUMP_SIGNAL). */
+WEFT_API int weft_dump(int fd);
 
 /* Number of workers of the running runtime, or 0 if it is not running.
  * Context: any. */

@@ -53,3 +53,8 @@ weftinclude_HEADERS += \
 	include/weft/thread.h
 
 include runtime/io.mk
+
+# Reliability and diagnostics (issue 20): signal masks, the stack-overflow
+# report, the thread dump, the shutdown report, fork handling.
+libweft_la_SOURCES += runtime/segv.c runtime/dump.c
+noinst_HEADERS += runtime/diag.h

@@ -13,6 +13,7 @@
  * weft_init() starts from nothing (the CK_FORK=no test run proves it).
  */
 #include "runtime/wft.h"
+#include "runtime/diag.h"
 #include "runtime/topology.h"
 #include "runtime/sanitizer.h"
 #include "runtime/env.h"
@@ -213,6 +214,8 @@ int weft_init(const weft_config_t *cfg)
 			return EINVAL;
 	if (wft_thread_self())
 		return EBUSY;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	pthread_mutex_lock(&wft_rt.init_lock);
 	/* relaxed: init_lock orders state changes between init and shutdown */
 	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != 0) {
@@ -287,7 +290,21 @@ int weft_init(const weft_config_t *cfg)
 	memset(&wft_rt.drain, 0, sizeof(wft_rt.drain));
 	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
 
-	rc = wft_worker_start_all();
+	wft_fork_install();
+	wft_segv_install();
+	{
+		/* The workers (and the threads they create) inherit this mask:
+		 * asynchronous signals are handled on the program's own OS
+		 * threads (runtime/segv.c) */
+		sigset_t block, old;
+
+		wft_sig_worker_set(&block);
+		pthread_sigmask(SIG_BLOCK, &block, &old);
+		rc = wft_worker_start_all();
+		if (rc == 0)
+			wft_dump_signal_start();
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (rc) {
 		atomic_store_explicit(&wft_rt.state, 0, memory_order_relaxed);
 		pthread_mutex_unlock(&wft_rt.init_lock);
@@ -324,15 +341,35 @@ void wft_count_death_quiescing(void)
 	wft_futex_wake(&wft_rt.quiesce, 1);
 }
 
-int weft_shutdown(void)
+/* weft_shutdown's grace period before it reports the threads it still
+ * waits for (runtime/dump.c "The shutdown report"). */
+#define WFT_SHUTDOWN_GRACE_NS (2 * 1000000000ull)
+
+static void shutdown_report(long live, const char *how)
 {
+	fprintf(stderr, "weft: %s: %ld light thread%s still alive:\n", how, live,
+		live == 1 ? "" : "s");
+	fflush(stderr);
+	wft_dump_threads(2, true);
+}
+
+/* weft_shutdown and weft_shutdown_timed: deadline WEFT_TIME_INFINITE
+ * waits for good (reporting once after the grace period). */
+static int shutdown_until(weft_time_t deadline)
+{
+	weft_time_t report_at;
+	bool reported = false;
+
 	if (wft_thread_self() || wft_worker_self())
 		return EPERM;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	pthread_mutex_lock(&wft_rt.init_lock);
 	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != 2) {
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return EINVAL;
 	}
+	report_at = wft_now() + WFT_SHUTDOWN_GRACE_NS;
 	/* Wait for every light thread. Exits while we wait store quiesce = 1
 	 * and wake us; we recount around the futex (it compares quiesce == 0,
 	 * so a wake before we sleep is not lost), and the 1 ms timeout covers
@@ -340,13 +377,30 @@ int weft_shutdown(void)
 	/* relaxed: a hint for the exits; the timeout bounds a missed one */
 	atomic_store_explicit(&wft_rt.quiescing, 1, memory_order_relaxed);
 	for (;;) {
+		long live;
+		weft_time_t now;
+
 		atomic_store_explicit(&wft_rt.quiesce, 0, memory_order_seq_cst);
-		if (wft_live_threads() == 0)
+		live = wft_live_threads();
+		if (live == 0)
 			break;
-		wft_futex_wait(&wft_rt.quiesce, 0, wft_now() + 1000000ull);
+		now = wft_now();
+		if (deadline != WEFT_TIME_INFINITE && now >= deadline) {
+			shutdown_report(live, "weft_shutdown_timed: deadline passed");
+			/* relaxed: as above; the runtime keeps running */
+			atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
+			pthread_mutex_unlock(&wft_rt.init_lock);
+			return ETIMEDOUT;
+		}
+		if (deadline == WEFT_TIME_INFINITE && !reported && now >= report_at) {
+			shutdown_report(live, "weft_shutdown still waiting after 2 s");
+			reported = true;
+		}
+		wft_futex_wait(&wft_rt.quiesce, 0, now + 1000000ull);
 	}
 	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
+	wft_dump_signal_stop();
 	wft_worker_stop_all();
 	wft_worker_free_all_unsafe();
 	wft_tcb_pool_fini_unsafe();
@@ -354,6 +408,18 @@ int weft_shutdown(void)
 	atomic_store_explicit(&wft_rt.state, 0, memory_order_release);
 	pthread_mutex_unlock(&wft_rt.init_lock);
 	return 0;
+}
+
+int weft_shutdown(void)
+{
+	return shutdown_until(WEFT_TIME_INFINITE);
+}
+
+int weft_shutdown_timed(weft_time_t deadline)
+{
+	if (deadline == WEFT_TIME_INFINITE)
+		deadline--;   /* timed: never "wait for good" */
+	return shutdown_until(deadline);
 }
 
 int weft_workers(void)

@@ -1069,10 +1069,8 @@ int weft_io_poll(int fd, short events, int timeout_ms)
 	struct uop op;
 	int rc;
 
-	if (fd < 0) {
-		wft_set_errno(EINVAL);
-		return -1;
-	}
+	if (fd < 0)
+		return POLLNVAL;   /* as the header promises, and poll(2) for a bad fd */
 	switch (io_path(w, IORING_OP_POLL_ADD)) {
 	case PATH_OS:
 		rc = poll(&pfd, 1, timeout_ms);

@@ -85,6 +85,7 @@
 #include "runtime/wft.h"
 #include "runtime/env.h"
 #include "runtime/stack.h"
+#include "runtime/diag.h"
 #include "runtime/sanitizer.h"
 
 #include <atomic_ops.h>
@@ -120,7 +121,6 @@ _Static_assert(offsetof(struct weft_thread, state) >= 64 && offsetof(struct weft
 
 struct tcb_slab {
 	struct tcb_slab *next;
-	bool bulk;                /* from wft_bulk_alloc: not free()d */
 	struct weft_thread tcbs[TCB_SLAB];
 };
 
@@ -131,8 +131,7 @@ struct tcb_slab {
 static AO_double_t tcb_free __attribute__((aligned(16)));  /* {top, version} */
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tcb_slab *slabs;   /* slab_lock */
-static _Atomic unsigned nslabs;  /* slabs made since init */
-static struct tcb_slab *bulk_spare;   /* slab_lock: bulk slabs of past runtimes */
+static _Atomic unsigned nslabs;  /* slabs made (they stay: see wft_tcb_pool_fini_unsafe) */
 
 static void global_push(struct weft_thread *first, struct weft_thread *last)
 {
@@ -180,25 +179,6 @@ static struct weft_thread *global_pop(void)
 	return t;
 }
 
-/* A bulk slab, zeroed: one a past runtime left (bulk memory is never
- * unmapped: runtime/stack.c "Bulk memory"), else new bulk memory. NULL
- * if none. */
-static struct tcb_slab *bulk_slab(void)
-{
-	struct tcb_slab *s;
-
-	pthread_mutex_lock(&slab_lock);
-	s = bulk_spare;
-	if (s)
-		bulk_spare = s->next;
-	pthread_mutex_unlock(&slab_lock);
-	if (s)
-		memset(s, 0, sizeof(*s));
-	else
-		s = wft_bulk_alloc(sizeof(*s));   /* zeroed by the kernel */
-	return s;
-}
-
 static int slab_grow(void)
 {
 	struct tcb_slab *s;
@@ -208,10 +188,8 @@ static int slab_grow(void)
 	/* cache-line aligned: a TCB's first two lines are what a switch
 	 * touches (see struct weft_thread) */
 	/* relaxed: a count that only picks the allocator */
-	if (atomic_fetch_add_explicit(&nslabs, 1, memory_order_relaxed) >= TCB_SLABS_SMALL &&
-	    (s = bulk_slab()) != NULL) {
-		s->bulk = true;
-	} else {
+	if (atomic_fetch_add_explicit(&nslabs, 1, memory_order_relaxed) < TCB_SLABS_SMALL ||
+	    (s = wft_bulk_alloc(sizeof(*s))) == NULL) {   /* bulk: zeroed by the kernel */
 		if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
 			return ENOMEM;
 		memset(s, 0, sizeof(*s));
@@ -314,24 +292,54 @@ void wft_tcb_cache_flush(struct wft_worker *w)
 	w->ntcb_stacked = 0;
 }
 
+/*
+ * Shutdown: the slabs stay (I1 holds for the life of the process, so a
+ * handle used after weft_shutdown reads a TCB, never freed memory), and
+ * every TCB that was never reaped (a joinable thread that exited and was
+ * not joined: EXITED) is freed here: FREE with its generation, back into the global pool. A
+ * join or detach of such a stale handle then finds FREE and returns
+ * EINVAL, where before it read freed memory, returned 0 and pushed the
+ * TCB into the next runtime's pool. A stale handle whose TCB a later
+ * runtime reuses is the dangling-handle case of weft_join (undefined, as
+ * in pthreads). The worker caches were flushed to the global pool by the
+ * workers' exits. Context: weft_shutdown, the workers joined.
+ */
 void wft_tcb_pool_fini_unsafe(void)
 {
-	while (slabs) {
-		struct tcb_slab *s = slabs;
+	for (struct tcb_slab *s = slabs; s; s = s->next) {
+		for (unsigned i = 0; i < TCB_SLAB; i++) {
+			struct weft_thread *t = &s->tcbs[i];
+			/* relaxed: the workers are joined (pthread_join orders) */
+			uintptr_t js = atomic_load_explicit(&t->jstate, memory_order_relaxed);
+			unsigned c = WFT_JS_CODE(js);
 
-		slabs = s->next;
-		for (unsigned i = 0; i < TCB_SLAB; i++)
-			wft_san_fiber_destroy(s->tcbs[i].san_fiber);
-		if (s->bulk) {
-			s->next = bulk_spare;
-			bulk_spare = s;
-		} else {
-			free(s);
+			/* EXITED only: an EXITED_T belongs to a joiner that was
+			 * woken and will reap it itself (an OS thread whose join
+			 * races the shutdown); freeing it here too would push it
+			 * twice */
+			if (WFT_JS_IS_JOINER(js) || c != WFT_J_EXITED)
+				continue;
+			if (t->specific) {
+				free(t->specific);
+				t->specific = NULL;
+				t->nspecific = 0;
+			}
+			if (t->stack)
+				wft_stack_release(NULL, t);
+			atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_FREE, t->seq),
+					      memory_order_relaxed);
+			global_push(t, t);
 		}
 	}
-	atomic_store_explicit(&nslabs, 0, memory_order_relaxed);   /* no worker runs */
-	tcb_free.AO_val1 = 0;
-	tcb_free.AO_val2 = 0;
+}
+
+void wft_tcb_foreach(void (*fn)(struct weft_thread *t, void *arg), void *arg)
+{
+	pthread_mutex_lock(&slab_lock);
+	for (struct tcb_slab *s = slabs; s; s = s->next)
+		for (unsigned i = 0; i < TCB_SLAB; i++)
+			fn(&s->tcbs[i], arg);
+	pthread_mutex_unlock(&slab_lock);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -476,6 +484,8 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 
 	if (!fn)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	/* From a weft thread the runtime is running (weft_shutdown waits for
 	 * every weft thread and refuses to run in one), so the state check of
 	 * spawn_check() is only needed from OS threads. */
@@ -530,6 +540,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	atomic_store_explicit(&t->wakee_flips, 0, memory_order_relaxed);
 	t->flip_wakes = 0;
 	t->flip_decay = 0;
+	t->wait_what = NULL;
 	if (wft_unlikely(attr && attr->name)) {
 		strncpy(t->name, attr->name, sizeof(t->name) - 1);
 		t->name[sizeof(t->name) - 1] = '\0';
@@ -822,6 +833,8 @@ int weft_join(weft_thread_t t, void **ret)
 
 	if (!t)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	self = wft_thread_self();
 	if (t == self)
 		return EDEADLK;
@@ -833,8 +846,14 @@ int weft_join(weft_thread_t t, void **ret)
 		return reap(t, js, ret);
 	if (WFT_JS_CODE(js) != WFT_J_JOINABLE)
 		return EINVAL;   /* a joiner's address, detached, reserved or free */
-	if (self)
-		return join_parked(wft_worker_self(), self, t, js, ret);
+	if (self) {
+		int r;
+
+		wft_wait_note_untimed(self, "join", t);
+		r = join_parked(wft_worker_self(), self, t, js, ret);
+		wft_wait_clear(self);
+		return r;
+	}
 	/* From a plain OS thread: the waiter (a futex on our own word). */
 	wft_waiter_init(&wt);
 	/* release: publishes the initialised waiter to the exiting thread */
@@ -961,16 +980,28 @@ int wft_thread_park(weft_time_t deadline)
 
 int weft_park(void)
 {
-	if (!wft_thread_self())
+	struct weft_thread *self = wft_thread_self();
+	int r;
+
+	if (!self)
 		return EPERM;
-	return wft_thread_park(WEFT_TIME_INFINITE);
+	wft_wait_note_untimed(self, "park", NULL);
+	r = wft_thread_park(WEFT_TIME_INFINITE);
+	wft_wait_clear(self);
+	return r;
 }
 
 int weft_park_until(weft_time_t deadline)
 {
-	if (!wft_thread_self())
+	struct weft_thread *self = wft_thread_self();
+	int r;
+
+	if (!self)
 		return EPERM;
-	return wft_thread_park(deadline);
+	wft_wait_note_untimed(self, "park", NULL);
+	r = wft_thread_park(deadline);
+	wft_wait_clear(self);
+	return r;
 }
 
 int weft_unpark(weft_thread_t t)
@@ -1020,8 +1051,10 @@ int weft_sleep_until(weft_time_t deadline)
 		 * weft_park, so it is not lost: the token goes back (before,
 		 * the sleep's parks consumed it, and a weft_park after the
 		 * sleep waited for another unpark: found by review). */
+		wft_wait_note(self, "sleep", NULL);
 		while (wft_thread_park(deadline) != ETIMEDOUT)
 			unparked = true;
+		wft_wait_clear(self);
 		if (unparked)
 			/* relaxed RMW: we already acquired from the unparker
 			 * (the park's exchange); an RMW, not a store, keeps the

@@ -47,7 +47,7 @@ void wft_waiter_init(struct wft_waiter *wt)
 	wt->result = 0;
 }
 
-int wft_waiter_wait(struct wft_waiter *wt, weft_time_t deadline)
+static int waiter_wait(struct wft_waiter *wt, weft_time_t deadline)
 {
 	for (;;) {
 		/* acquire: pairs with the release store of WOKEN in wake */
@@ -63,6 +63,23 @@ int wft_waiter_wait(struct wft_waiter *wt, weft_time_t deadline)
 			wft_futex_wait(&wt->state, WFT_WAITER_WAITING, deadline);
 		}
 	}
+}
+
+int wft_waiter_wait(struct wft_waiter *wt, weft_time_t deadline)
+{
+	struct weft_thread *t = wt->thread;
+	int r;
+
+	/* weft_dump: what we block on: the blocking call's own note, else
+	 * where the primitive called us from */
+	/* acquire: as in waiter_wait (already woken: no note needed) */
+	if (!t || t->wait_what ||
+	    atomic_load_explicit(&wt->state, memory_order_acquire) != WFT_WAITER_WAITING)
+		return waiter_wait(wt, deadline);
+	wft_wait_note(t, "sync", __builtin_return_address(0));
+	r = waiter_wait(wt, deadline);
+	wft_wait_clear(t);
+	return r;
 }
 
 static void waiter_wake(struct wft_waiter *wt, int flags)

@@ -260,6 +260,13 @@ struct weft_thread {
 	void *san_fiber;                  /* TSan fiber, or NULL */
 	void *san_fake_stack;             /* ASan fake-stack save slot */
 	char name[16];
+	/* What the thread blocks on, for weft_dump and the shutdown report
+	 * (runtime/dump.c): set by the blocking call before it parks, cleared
+	 * after; written only by the thread, read racily by the dump (a
+	 * snapshot: the dump may print a stale pair). */
+	const char *wait_what;            /* "sem", "join", "sleep", ... or NULL */
+	const void *wait_obj;             /* the object (or the caller's pc) */
+	weft_time_t wait_since;           /* coarse clock at the park (wft_coarse_now) */
 } wft_cacheline_aligned;   /* TCB slabs are cache-line aligned (thread.c) */
 
 /* The calling light thread, or NULL (OS thread or scheduler loop). */
@@ -914,6 +921,34 @@ bool wft_wake_handoff(struct weft_thread *t);
 /* Misc (runtime/init.c, thread.c). */
 
 weft_time_t wft_now(void);
+/* CLOCK_MONOTONIC_COARSE (a few ms resolution, a few ns to read): the
+ * dump's "blocked since" stamps (runtime/dump.c). Context: any. */
+weft_time_t wft_coarse_now(void);
+/* Note what the calling light thread t blocks on (weft_dump). */
+static inline void wft_wait_note(struct weft_thread *t, const char *what, const void *obj)
+{
+	if (t) {
+		t->wait_what = what;
+		t->wait_obj = obj;
+		t->wait_since = wft_coarse_now();
+	}
+}
+/* The same without the time stamp (the join and park paths, where 5-9 ns
+ * of a coarse clock read would show in spawn+join): the dump then prints
+ * no duration. */
+static inline void wft_wait_note_untimed(struct weft_thread *t, const char *what, const void *obj)
+{
+	if (t) {
+		t->wait_what = what;
+		t->wait_obj = obj;
+		t->wait_since = 0;
+	}
+}
+static inline void wft_wait_clear(struct weft_thread *t)
+{
+	if (t)
+		t->wait_what = NULL;
+}
 /* Fault injection: WEFT_FAULT=alloc:N fails the N-th internal allocation. */
 bool wft_fault_alloc(void);
 /* WEFT_FAULT=sqfull:N (init.c): inline, as it sits on every SQE request:

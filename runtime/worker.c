@@ -73,6 +73,7 @@
  * only the on_cpu hand-shake above (the kernel's p->on_cpu).
  */
 #include "runtime/wft.h"
+#include "runtime/diag.h"
 #include "runtime/sanitizer.h"
 
 #include <sched.h>
@@ -882,6 +883,7 @@ static void *worker_main(void *arg)
 	uint32_t stackless = 0;   /* picks in a row that found no stack (below) */
 
 	wft_tls_worker = w;
+	wft_segv_altstack();   /* the stack-overflow report's stack (segv.c) */
 	wft_drain_worker_start(w);
 	snprintf(name, sizeof(name), "weft-w%d", w->id);
 	prctl(PR_SET_NAME, name);

@@ -4,14 +4,14 @@
  *
  * What it owns
  *   The semaphore word, its wait queue, and the post paths that grant units
- *   to waiters and collect them in a wake queue (SEEDS.md A1 sembench, B3:
+ *   to waiters and collect them in a wake queue (docs/seeds.md "Seed 000":
  *   "all work is done by the waker; the woken task does not even take a
  *   lock").
  *
  * State word (s->v, 64 bits)
  *
- *   bits 63..33 | bit 32  | bits 31..0
- *   0           | WAITERS | value (0 .. WEFT_SEM_VALUE_MAX)
+ *   bits 63..34 | bit 33    | bit 32  | bits 31..0
+ *   0           | DESTROYED | WAITERS | value (0 .. WEFT_SEM_VALUE_MAX)
  *
  *   value     Units available. Taken by a CAS (value - 1) without the lock
  *             while WAITERS is clear.
@@ -19,6 +19,12 @@
  *             grant their units to queued waiters first (no barging past a
  *             waiter). Set under qlock by a waiter's CAS that saw value 0;
  *             cleared under qlock when the queue empties.
+ *
+ *   DESTROYED Set by a successful destroy (the whole word becomes DESTROYED)
+ *             and cleared by init: every later call but init returns
+ *             EINVAL. The fast paths need no extra test: a wait's CAS needs
+ *             value > 0 (0 here), a post's needs the bits above value
+ *             clear.
  *
  *   I1. WAITERS => value == 0. (It is set only by a CAS that saw value 0;
  *       while it is set no lockless CAS succeeds: waits need value > 0,
@@ -94,6 +100,49 @@
  *   decided); posts larger than the queue (the rest becomes value);
  *   overflow (checked before anything changes).
  *
+ * Posts from signal handlers (async-signal safety)
+ *   weft_sem_post and weft_sem_post_n may be called from a signal handler,
+ *   as sem_post(3). The danger is qlock: the handler may have interrupted
+ *   a thread that holds it, and a handler that spins on it never returns.
+ *   So no post ever waits for qlock. A post whose lockless CAS sees WAITERS
+ *   tries qlock once (CAS 0 -> 1); if that fails it adds its units to
+ *   s->deferred, a lock-free counter, and tries once more; if that fails
+ *   too it returns 0, and the thread that holds qlock grants the units
+ *   before it is done (holders call drain_locked() right after taking
+ *   qlock and again after every unlock, in sem_unlock()). The rest of a
+ *   post is lock-free already: the wake queue's flush CASes mailboxes and
+ *   kicks with futex or eventfd syscalls. Workers run with the
+ *   asynchronous signals blocked (runtime/init.c), so a handler never runs
+ *   on a worker's OS thread, whose runqueue the interrupted code may be
+ *   changing; it runs on one of the program's own OS threads.
+ *
+ *     poster P (maybe in a handler)        holder H
+ *     -----------------------------        --------
+ *     fadd deferred += n     (seq_cst)     xchg qlock = 0 (unlock, release)
+ *     CAS qlock 0 -> 1       (seq_cst)     fence          (seq_cst)
+ *       won: drain, sem_unlock               load deferred
+ *       lost: return 0                       != 0: CAS qlock 0 -> 1;
+ *                                                 won: drain, repeat
+ *
+ *   Why no deferred unit is stranded: if P's CAS fails it read a qlock
+ *   value that precedes, in qlock's modification order, the unlock U of
+ *   some holder H. Then P's CAS is coherence-ordered before U, U is
+ *   sequenced before H's seq_cst fence, so P's fadd and CAS precede the
+ *   fence in the single total order S, and H's load after the fence sees
+ *   P's units (or 0 because another drainer exchanged them out, which
+ *   grants them). If H's own retry CAS then fails, a later holder H' took
+ *   qlock after U; its unlock is also later than P's CAS in qlock's
+ *   order, so the same argument applies to H' (by induction the last
+ *   holder before qlock goes free drains). A handler that interrupts H on
+ *   H's own thread: before H's unlock its CAS fails and H's later check
+ *   (program order) sees its units; after the unlock its CAS succeeds.
+ *   A drain takes every unit with one exchange (acquire: pairs with the
+ *   release half of the poster's fadd, so what the poster did before the
+ *   post happens before the wakee's return, through the flush's WOKEN).
+ *   What a deferred post gives up: it cannot report EOVERFLOW (a drain
+ *   caps the value at WEFT_SEM_VALUE_MAX), and until a drain a trywait
+ *   does not see it as value (trywait then takes qlock and drains).
+ *
  * Rejected alternatives
  *   - Waking waiters to retry the decrement (2.2-era semaphores, seed 003):
  *     a herd, and a woken waiter can lose its unit to a barger.
@@ -103,19 +152,128 @@
  */
 #include "sync/waitq.h"
 
-#define WFT_SEM_WAITERS ((uint64_t)1 << 32)
-#define WFT_SEM_VALUE   ((uint64_t)0xffffffffu)
+#define WFT_SEM_WAITERS   ((uint64_t)1 << 32)
+#define WFT_SEM_DESTROYED ((uint64_t)1 << 33)
+#define WFT_SEM_VALUE     ((uint64_t)0xffffffffu)
+/* Bits that send a post to the slow path. */
+#define WFT_SEM_SLOW      (WFT_SEM_WAITERS | WFT_SEM_DESTROYED)
 
 struct wft_sem {
-	_Atomic uint64_t v;           /* value | WAITERS */
+	_Atomic uint64_t v;           /* value | WAITERS | DESTROYED */
 	struct wft_slock qlock;
 	uint32_t leaving;             /* I4: cancelled records a poster
 	                               * unlinked, owners not yet back; qlock */
+	_Atomic uint32_t deferred;    /* units posted while qlock was held,
+	                               * not yet granted ("signal handlers") */
 	struct wft_waitq q;           /* FIFO; qlock */
 };
 _Static_assert(sizeof(struct wft_sem) <= sizeof(weft_sem_t), "sem fits its public type");
 
 #define sem_of(ps) ((struct wft_sem *)(void *)(ps))
+
+/* One attempt at qlock, never a wait: what a post (maybe in a signal
+ * handler) may do. seq_cst: the CAS half of the deferred-post pair (see
+ * "Posts from signal handlers"); it also acquires the previous holder's
+ * critical section, like wft_slock_lock. */
+static inline bool sem_trylock(struct wft_sem *s)
+{
+	uint32_t z = 0;
+
+	return atomic_compare_exchange_strong_explicit(&s->qlock.v, &z, 1,
+			memory_order_seq_cst, memory_order_relaxed);
+}
+
+/* Give n units under qlock: to queued waiters first (into wq), the rest to
+ * the value. cap: cap the value at WEFT_SEM_VALUE_MAX instead of failing
+ * (a drain of deferred units, whose posters have returned). Returns 0 or
+ * EOVERFLOW (nothing given). Context: any, holding qlock. */
+static int grant_locked(struct wft_sem *s, uint64_t n, struct wft_wake_q *wq, bool cap)
+{
+	struct wft_swaiter *sw;
+	/* relaxed: with WAITERS set the word only changes under qlock (I1);
+	 * with it clear the CAS below re-checks */
+	uint64_t v = wft_load(&s->v, relaxed);
+
+	if (v & WFT_SEM_DESTROYED)
+		return 0;   /* units deferred into a destroyed semaphore: dropped */
+	if (v & WFT_SEM_WAITERS) {
+		while (n && (sw = wft_wake_q_pick(&s->q, WFT_PICK_AFFINE)) != NULL) {
+			wft_waitq_remove(&s->q, sw);
+			if (!wft_swaiter_claim_locked(sw)) {
+				/* its owner timed out and cancelled it: it gets
+				 * no unit; it still comes for qlock (I4) */
+				s->leaving++;
+				continue;
+			}
+			sw->w.result = WFT_SW_GRANTED;
+			wft_wake_q_add(wq, &sw->w);
+			n--;
+		}
+		if (!wft_waitq_empty(&s->q))
+			return 0;
+		if (n > WEFT_SEM_VALUE_MAX)
+			n = WEFT_SEM_VALUE_MAX;
+		/* release: the units we add are published like a lockless post;
+		 * a store is safe by I1 (value 0, no lockless writer) */
+		wft_store(&s->v, n, release);
+		return 0;
+	}
+	if (n == 0)
+		return 0;
+	/* No waiters: lockless takers and posters race us, so CAS. */
+	for (;;) {
+		uint64_t val = v & WFT_SEM_VALUE, nv = val + n;
+
+		if (nv > WEFT_SEM_VALUE_MAX) {
+			if (!cap)
+				return EOVERFLOW;
+			nv = WEFT_SEM_VALUE_MAX;
+		}
+		/* release: as the lockless post's CAS */
+		if (wft_cas_weak(&s->v, &v, (v & ~WFT_SEM_VALUE) | nv, release))
+			return 0;
+		if (v & WFT_SEM_SLOW)   /* a waiter queued meanwhile (under qlock: */
+			return grant_locked(s, n, wq, cap);   /* impossible; defensive) */
+	}
+}
+
+/* Grant every deferred unit. Context: any, holding qlock. */
+static void drain_locked(struct wft_sem *s, struct wft_wake_q *wq)
+{
+	/* relaxed pre-check: an exchange only when there is something */
+	if (wft_likely(wft_load(&s->deferred, relaxed) == 0))
+		return;
+	/* acquire: pairs with the posters' seq_cst fadd (their release half) */
+	uint32_t d = wft_xchg(&s->deferred, 0, acquire);
+
+	if (d)
+		(void)grant_locked(s, d, wq, true);
+}
+
+/* Take qlock (may wait: not for a poster) and grant deferred units. */
+static void sem_lock(struct wft_sem *s, struct wft_wake_q *wq)
+{
+	wft_slock_lock(&s->qlock);
+	drain_locked(s, wq);
+}
+
+/* Drop qlock; then take it back and drain as long as deferred units came
+ * in meanwhile and nobody else holds it ("Posts from signal handlers"). */
+static void sem_unlock(struct wft_sem *s, struct wft_wake_q *wq)
+{
+	for (;;) {
+		drain_locked(s, wq);
+		wft_slock_unlock(&s->qlock);
+		/* seq_cst: the fence of the deferred-post pair: our unlock
+		 * before the load below, against the poster's fadd before its
+		 * CAS on qlock */
+		atomic_thread_fence(memory_order_seq_cst);
+		/* relaxed: ordered by the fence; the exchange in drain_locked
+		 * acquires */
+		if (wft_load(&s->deferred, relaxed) == 0 || !sem_trylock(s))
+			return;
+	}
+}
 
 /*
  * Context: any; no concurrent use of s. May park: no.
@@ -133,20 +291,32 @@ int weft_sem_init(weft_sem_t *ps, unsigned value)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (s NULL), EBUSY (waiters, including a timed-out one
- * that has not yet left, I4).
+ * Returns: 0, EINVAL (s NULL or destroyed), EBUSY (waiters, including a
+ * timed-out one that has not yet left, I4).
  */
 int weft_sem_destroy(weft_sem_t *ps)
 {
 	struct wft_sem *s = sem_of(ps);
-	bool busy;
+	struct wft_wake_q wq = { 0 };
+	int r = 0;
 
 	if (!ps)
 		return EINVAL;
-	wft_slock_lock(&s->qlock);
-	busy = !wft_waitq_empty(&s->q) || s->leaving != 0;
-	wft_slock_unlock(&s->qlock);
-	return busy ? EBUSY : 0;
+	sem_lock(s, &wq);
+	/* relaxed: under qlock, the word's lockless writers are the caller's
+	 * own concurrent use, which destroy forbids */
+	if (wft_load(&s->v, relaxed) & WFT_SEM_DESTROYED)
+		r = EINVAL;
+	else if (!wft_waitq_empty(&s->q) || s->leaving != 0)
+		r = EBUSY;
+	else
+		/* relaxed: later calls read it under qlock or through their
+		 * CAS; using a destroyed semaphore concurrently with the destroy
+		 * is the caller's race */
+		wft_store(&s->v, WFT_SEM_DESTROYED, relaxed);
+	sem_unlock(s, &wq);
+	wft_wake_q_flush(&wq);
+	return r;
 }
 
 static inline bool try_take(struct wft_sem *s)
@@ -167,25 +337,30 @@ __attribute__((noinline, cold))
 static int wait_slow(struct wft_sem *s, weft_time_t deadline)
 {
 	struct wft_swaiter sw;
+	struct wft_wake_q wq = { 0 };
 	uint64_t v;
 	int r;
 
 	wft_swaiter_init(&sw, 0);
-	wft_slock_lock(&s->qlock);
+	sem_lock(s, &wq);
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&s->v, relaxed);
 	for (;;) {
+		if (v & WFT_SEM_DESTROYED) {
+			r = EINVAL;
+			goto out;
+		}
 		if (v & WFT_SEM_VALUE) {
 			/* acquire: as in try_take */
 			if (wft_cas(&s->v, &v, v - 1, acquire)) {
-				wft_slock_unlock(&s->qlock);
-				return 0;
+				r = 0;
+				goto out;
 			}
 			continue;
 		}
 		if (deadline != WEFT_TIME_INFINITE && wft_now() >= deadline) {
-			wft_slock_unlock(&s->qlock);
-			return ETIMEDOUT;
+			r = ETIMEDOUT;
+			goto out;
 		}
 		/* relaxed: the RMW pairs with the poster's CAS (argument above);
 		 * the record is published by qunlock */
@@ -193,14 +368,20 @@ static int wait_slow(struct wft_sem *s, weft_time_t deadline)
 			break;
 	}
 	wft_waitq_push_back(&s->q, &sw);
-	wft_slock_unlock(&s->qlock);
+	/* a drain in the unlock may grant our own record: the wait below
+	 * then returns at once */
+	sem_unlock(s, &wq);
+	wft_wake_q_flush(&wq);
 
+	wft_wait_note(sw.w.thread, "sem", s);
 	r = wft_waiter_wait(&sw.w, deadline);
+	wft_wait_clear(sw.w.thread);
 	if (r == ETIMEDOUT) {
 		/* "Timeout": decide on our own record before touching s. */
 		if (wft_swaiter_cancel(&sw)) {
 			/* I4: s still counts us, so it is alive */
-			wft_slock_lock(&s->qlock);
+			wq = (struct wft_wake_q){ 0 };
+			sem_lock(s, &wq);
 			if (sw.queued) {
 				wft_waitq_remove(&s->q, &sw);
 				if (wft_waitq_empty(&s->q))
@@ -209,7 +390,8 @@ static int wait_slow(struct wft_sem *s, weft_time_t deadline)
 			} else {
 				s->leaving--;
 			}
-			wft_slock_unlock(&s->qlock);
+			sem_unlock(s, &wq);
+			wft_wake_q_flush(&wq);
 			return ETIMEDOUT;
 		}
 		/* Granted first (I3): wait for the flush's WOKEN store without
@@ -218,11 +400,15 @@ static int wait_slow(struct wft_sem *s, weft_time_t deadline)
 			;
 	}
 	return 0;
+out:
+	sem_unlock(s, &wq);
+	wft_wake_q_flush(&wq);
+	return r;
 }
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (s NULL).
+ * Returns: 0, EINVAL (s NULL or destroyed).
  */
 int weft_sem_wait(weft_sem_t *ps)
 {
@@ -235,7 +421,7 @@ int weft_sem_wait(weft_sem_t *ps)
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (s NULL), ETIMEDOUT.
+ * Returns: 0, EINVAL (s NULL or destroyed), ETIMEDOUT.
  */
 int weft_sem_timedwait(weft_sem_t *ps, weft_time_t deadline)
 {
@@ -248,79 +434,76 @@ int weft_sem_timedwait(weft_sem_t *ps, weft_time_t deadline)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (s NULL), EAGAIN (value 0).
+ * Returns: 0, EINVAL (s NULL or destroyed), EAGAIN (value 0).
  */
 int weft_sem_trywait(weft_sem_t *ps)
 {
+	struct wft_sem *s = sem_of(ps);
+
 	if (!ps)
 		return EINVAL;
-	return try_take(sem_of(ps)) ? 0 : EAGAIN;
+	if (try_take(s))
+		return 0;
+	/* relaxed: a hint; deferred units become value under qlock */
+	if (wft_load(&s->deferred, relaxed) != 0) {
+		struct wft_wake_q wq = { 0 };
+
+		sem_lock(s, &wq);
+		sem_unlock(s, &wq);
+		wft_wake_q_flush(&wq);
+		if (try_take(s))
+			return 0;
+	}
+	/* relaxed: a snapshot for the error code */
+	return (wft_load(&s->v, relaxed) & WFT_SEM_DESTROYED) ? EINVAL : EAGAIN;
 }
 
-/* Grant under qlock. Returns 0 or EOVERFLOW. */
+/* The slow post: WAITERS was set. Never waits for qlock (see "Posts from
+ * signal handlers"). Returns 0 or EOVERFLOW. */
 __attribute__((noinline))
 static int post_slow(struct wft_sem *s, unsigned n, struct wft_wake_q *wq)
 {
-	struct wft_swaiter *sw;
-	uint64_t v;
+	int r;
 
-	wft_slock_lock(&s->qlock);
-	/* relaxed: with WAITERS set the word only changes under qlock (I1) */
-	v = wft_load(&s->v, relaxed);
-	if (!(v & WFT_SEM_WAITERS)) {
-		/* Every waiter left (timeouts) since our look: post lockless. */
-		wft_slock_unlock(&s->qlock);
-		return -1;
+	if (!sem_trylock(s)) {
+		/* seq_cst: the fadd half of the deferred-post pair; its release
+		 * half publishes what we did before the post to the drainer */
+		wft_fadd(&s->deferred, n, seq_cst);
+		if (!sem_trylock(s))
+			return 0;   /* the holder drains our units */
+		n = 0;              /* ours are in deferred now */
 	}
-	while (n && (sw = wft_wake_q_pick(&s->q, WFT_PICK_AFFINE)) != NULL) {
-		wft_waitq_remove(&s->q, sw);
-		if (!wft_swaiter_claim_locked(sw)) {
-			/* its owner timed out and cancelled it: it gets no unit;
-			 * it still comes for qlock (I4) */
-			s->leaving++;
-			continue;
-		}
-		sw->w.result = WFT_SW_GRANTED;
-		wft_wake_q_add(wq, &sw->w);
-		n--;
-	}
-	if (wft_waitq_empty(&s->q))
-		/* release: the units we add are published like a lockless post;
-		 * a store is safe by I1 (value 0, no lockless writer) */
-		wft_store(&s->v, (uint64_t)n, release);
-	wft_slock_unlock(&s->qlock);
-	return 0;
+	drain_locked(s, wq);
+	r = grant_locked(s, n, wq, false);
+	sem_unlock(s, wq);
+	return r;
 }
 
 static int post_common(struct wft_sem *s, unsigned n, struct wft_wake_q *wq)
 {
-	uint64_t v;
-	int r;
+	/* relaxed: acted on only through the CAS */
+	uint64_t v = wft_load(&s->v, relaxed);
 
 	if (n > WEFT_SEM_VALUE_MAX)
 		return EINVAL;
 	if (n == 0)
-		return 0;
-	for (;;) {
-		/* relaxed: acted on only through the CAS */
-		v = wft_load(&s->v, relaxed);
-		while (!(v & WFT_SEM_WAITERS)) {
-			if ((v & WFT_SEM_VALUE) + n > WEFT_SEM_VALUE_MAX)
-				return EOVERFLOW;
-			/* release: publishes what we did before posting to the
-			 * thread that takes the unit (acquire CAS in try_take) */
-			if (wft_cas_weak(&s->v, &v, v + n, release))
-				return 0;
-		}
-		r = post_slow(s, n, wq);
-		if (r >= 0)
-			return r;
+		return (v & WFT_SEM_DESTROYED) ? EINVAL : 0;
+	while (!(v & WFT_SEM_SLOW)) {
+		if ((v & WFT_SEM_VALUE) + n > WEFT_SEM_VALUE_MAX)
+			return EOVERFLOW;
+		/* release: publishes what we did before posting to the
+		 * thread that takes the unit (acquire CAS in try_take) */
+		if (wft_cas_weak(&s->v, &v, v + n, release))
+			return 0;
 	}
+	if (v & WFT_SEM_DESTROYED)
+		return EINVAL;
+	return post_slow(s, n, wq);
 }
 
 /*
- * Context: any. May park: no.
- * Returns: 0, EINVAL (s NULL), EOVERFLOW.
+ * Context: any, including a signal handler. May park: no.
+ * Returns: 0, EINVAL (s NULL or destroyed), EOVERFLOW.
  */
 int weft_sem_post(weft_sem_t *ps)
 {
@@ -335,8 +518,9 @@ int weft_sem_post(weft_sem_t *ps)
 }
 
 /*
- * Context: any. May park: no.
- * Returns: 0, EINVAL (s NULL, n > WEFT_SEM_VALUE_MAX), EOVERFLOW.
+ * Context: any, including a signal handler. May park: no.
+ * Returns: 0, EINVAL (s NULL or destroyed, n > WEFT_SEM_VALUE_MAX),
+ * EOVERFLOW.
  */
 int weft_sem_post_n(weft_sem_t *ps, unsigned n)
 {
@@ -352,7 +536,8 @@ int weft_sem_post_n(weft_sem_t *ps, unsigned n)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (s or wq NULL, n > WEFT_SEM_VALUE_MAX), EOVERFLOW.
+ * Returns: 0, EINVAL (s or wq NULL, s destroyed, n > WEFT_SEM_VALUE_MAX),
+ * EOVERFLOW.
  */
 int weft_sem_post_wq(weft_sem_t *ps, unsigned n, weft_wakeq_t *wq)
 {
@@ -363,13 +548,18 @@ int weft_sem_post_wq(weft_sem_t *ps, unsigned n, weft_wakeq_t *wq)
 
 /*
  * Context: any. May park: no.
- * Returns: 0, EINVAL (s or v NULL).
+ * Returns: 0, EINVAL (s or v NULL, s destroyed).
  */
 int weft_sem_getvalue(weft_sem_t *ps, int *v)
 {
+	uint64_t w;
+
 	if (!ps || !v)
 		return EINVAL;
 	/* relaxed: a snapshot */
-	*v = (int)(wft_load(&sem_of(ps)->v, relaxed) & WFT_SEM_VALUE);
+	w = wft_load(&sem_of(ps)->v, relaxed);
+	if (w & WFT_SEM_DESTROYED)
+		return EINVAL;
+	*v = (int)(w & WFT_SEM_VALUE);
 	return 0;
 }

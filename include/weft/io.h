@@ -124,8 +124,9 @@ WEFT_API int weft_io_fsync(int fd);
 /* Wait until fd reports one of events (POLLIN, POLLOUT, ...; POLLERR and
  * POLLHUP are always reported) or timeout_ms milliseconds pass (negative:
  * no limit; 0: just look). Returns the revents bits (> 0), 0 on timeout, or
- * -1 with errno (EINVAL bad arguments). An invalid fd gives POLLNVAL, as
- * poll(2) does. Not affected by weft_io_set_timeout(). Context: any. */
+ * -1 with errno (EINVAL bad arguments). An invalid fd gives POLLNVAL at
+ * once, as poll(2) does for a descriptor that is not open; a negative fd
+ * also gives POLLNVAL (poll(2) would ignore it and wait out the timeout). Not affected by weft_io_set_timeout(). Context: any. */
 WEFT_API int weft_io_poll(int fd, short events, int timeout_ms);
 
 /* errno: each call above sets errno like the system call it mirrors, but

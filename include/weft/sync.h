@@ -185,8 +185,16 @@ WEFT_API int weft_sem_trywait(weft_sem_t *s);
  * (s NULL), ETIMEDOUT. Context: any. May park: yes. */
 WEFT_API int weft_sem_timedwait(weft_sem_t *s, weft_time_t deadline);
 
-/* Add one unit (or hand it to a waiter). Returns 0, EINVAL (s NULL),
- * EOVERFLOW (the value would exceed WEFT_SEM_VALUE_MAX). Context: any. */
+/* Add one unit (or hand it to a waiter). Returns 0, EINVAL (s NULL or
+ * destroyed), EOVERFLOW (the value would exceed WEFT_SEM_VALUE_MAX).
+ * Async-signal-safe, as sem_post(3) (so is weft_sem_post_n): a post never
+ * waits for the semaphore's internal lock; while another thread (or the
+ * very thread the handler interrupted) holds it, the units go to a
+ * lock-free deferred count that the holder grants before it lets go. Such
+ * a deferred post cannot report EOVERFLOW (the value is capped). No other
+ * weft_sem_* call is async-signal-safe. Every call on a destroyed
+ * semaphore returns EINVAL until weft_sem_init. Context: any, including a
+ * signal handler. */
 WEFT_API int weft_sem_post(weft_sem_t *s);
 
 /* Add n units: up to n waiters are granted one each and woken in one batch

@@ -104,7 +104,8 @@ WEFT_API int weft_park(void);
 WEFT_API int weft_park_until(weft_time_t deadline);
 
 /* Give t its unpark token and wake it if it is parked. Never blocks, never
- * takes a lock of t's worker. Returns 0 or EINVAL (t NULL). Context: any. */
+ * takes a lock of t's worker. Async-signal-safe (weft.h "Signals").
+ * Returns 0 or EINVAL (t NULL). Context: any, including a signal handler. */
 WEFT_API int weft_unpark(weft_thread_t t);
 
 /* --- Time --- */
