@@ -217,46 +217,25 @@ enum { MAIL_NONE, MAIL_WATCHING, MAIL_TAKEN };
  * under the same lock (runq.c wft_runq_take_private_locked). */
 static unsigned mail_rescue(struct wft_worker *w, struct wft_worker *v)
 {
-	struct weft_thread *t, *next, *last, *pf = NULL, *pl = NULL, *uf = NULL, *ul = NULL;
-	uint32_t n, np = 0, nu = 0;
+	struct wft_chain move, stay;
+	struct weft_thread *t, *last;
+	uint32_t n;
 	bool stealable;
 
 	if (!wft_feat(MAILBOX)) {
-		nu = wft_runq_take_private_locked(v, &uf, &ul);
-		if (uf) {
-			wft_runq_push_chain_owner(w, uf, ul, nu);
-			wft_stat_add(w, steals, nu);
-		}
-		return nu;
+		wft_runq_take_private_locked(v, &move);
+	} else {
+		t = wft_mailbox_take_all(&v->mailbox, &last, &n, &stealable);
+		wft_chain_split(t, last, UINT32_MAX, &move, &stay);
+		/* pinned ones back home: a normal push, with its kick check */
+		if (stay.first && wft_mailbox_push_chain(&v->mailbox, stay.first, stay.last, stay.n))
+			wft_idle_kick(v);
 	}
-	t = wft_mailbox_take_all(&v->mailbox, &last, &n, &stealable);
-	for (; t; t = next) {
-		next = t == last ? NULL : t->link;
-		t->link = NULL;
-		if (t->pin >= 0) {
-			if (pl)
-				pl->link = t;
-			else
-				pf = t;
-			pl = t;
-			np++;
-		} else {
-			if (ul)
-				ul->link = t;
-			else
-				uf = t;
-			ul = t;
-			nu++;
-		}
+	if (move.first) {
+		wft_runq_push_chain_owner(w, move.first, move.last, move.n);
+		wft_stat_add(w, steals, move.n);
 	}
-	/* pinned ones back home: a normal push, with its kick check */
-	if (pf && wft_mailbox_push_chain(&v->mailbox, pf, pl, np))
-		wft_idle_kick(v);
-	if (uf) {
-		wft_runq_push_chain_owner(w, uf, ul, nu);
-		wft_stat_add(w, steals, nu);
-	}
-	return nu;
+	return move.n;
 }
 
 /* What changes when mail arrives at v: the mailbox head (a push replaces

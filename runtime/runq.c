@@ -98,48 +98,28 @@ void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first
  * touches it without a lock and no one else may). Half, as a steal takes:
  * the list also holds the owner's own local work, which it will run when
  * it gets to it. The others stay in order (I3 for the pinned ones).
- * Returns how many, the chain in *first..*last. Used by idle.c's
+ * Returns how many, the chain in *taken. Used by idle.c's
  * stranded-mail rescue: the locked insert of a remote wake is this mode's
  * mailbox. */
-uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct weft_thread **first,
-				      struct weft_thread **last)
+uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct wft_chain *taken)
 {
 	struct wft_runq *q = &w->rq;
-	struct weft_thread *t, *next, *kf = NULL, *kl = NULL, *uf = NULL, *ul = NULL;
-	uint32_t nu = 0, want = 0;
+	struct wft_chain stay;
+	struct weft_thread *t;
+	uint32_t want = 0;
 
 	WFT_ASSERT(!wft_feat(MAILBOX));
 	wft_rq_lock(w);
 	for (t = q->phead; t; t = t->link)
 		want += t->pin < 0;
-	want = (want + 1) / 2;
-	for (t = q->phead; t; t = next) {
-		next = t->link;
-		t->link = NULL;
-		if (t->pin >= 0 || nu == want) {
-			if (kl)
-				kl->link = t;
-			else
-				kf = t;
-			kl = t;
-		} else {
-			if (ul)
-				ul->link = t;
-			else
-				uf = t;
-			ul = t;
-			nu++;
-		}
-	}
-	q->phead = kf;
-	q->ptail = kl;
-	q->pcount -= nu;
+	wft_chain_split(q->phead, NULL, (want + 1) / 2, taken, &stay);
+	q->phead = stay.first;
+	q->ptail = stay.last;
+	q->pcount = stay.n;
 	/* relaxed: a hint for thieves deciding whether to set split_req */
 	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
 	wft_rq_unlock(w);
-	*first = uf;
-	*last = ul;
-	return nu;
+	return taken->n;
 }
 
 /* Take one thread from the public ring. Owner or thief. */

@@ -395,9 +395,37 @@ uint32_t wft_runq_publish_owner(struct wft_worker *w);
  * wft_worker_steal_next() for the victim's next slot. */
 struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *victim);
 /* True if a thief could find work in victim (public or private non-empty). */
+/* A chain of threads linked through t->link: first..last, n of them. */
+struct wft_chain {
+	struct weft_thread *first, *last;
+	uint32_t n;
+};
+/* Split the chain from t (to NULL, or through end) into the unpinned
+ * threads that may move to another worker (at most quota of them, the
+ * first ones) and the others, each in its order; both NULL-terminated.
+ * Context: the caller owns every thread of the chain. */
+static inline void wft_chain_split(struct weft_thread *t, struct weft_thread *end, uint32_t quota,
+				   struct wft_chain *move, struct wft_chain *stay)
+{
+	struct weft_thread *next;
+
+	*move = (struct wft_chain){ NULL, NULL, 0 };
+	*stay = (struct wft_chain){ NULL, NULL, 0 };
+	for (; t; t = next) {
+		struct wft_chain *c = t->pin < 0 && move->n < quota ? move : stay;
+
+		next = t == end ? NULL : t->link;
+		t->link = NULL;
+		if (c->last)
+			c->last->link = t;
+		else
+			c->first = t;
+		c->last = t;
+		c->n++;
+	}
+}
 bool wft_runq_has_work(struct wft_worker *victim);
-uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct weft_thread **first,
-				      struct weft_thread **last);
+uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct wft_chain *taken);
 
 /* ---------------------------------------------------------------------- */
 /* Mailbox (runtime/mailbox.c): intrusive MPSC lock-free LIFO stack, drained

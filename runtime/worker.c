@@ -515,16 +515,11 @@ void wft_wait_off_cpu(struct weft_thread *t)
 		sched_yield();
 }
 
-/* Rule 2: cur must not wait for next. Leave next in w->held and switch to
- * the scheduler loop, which dispatches it once it is off its CPU. Returns
- * when cur is resumed (never, if cur exited). Context: cur on w. */
-static __attribute__((noinline)) void switch_via_loop(struct wft_worker *w, struct weft_thread *cur,
-						      struct weft_thread *next)
+/* Switch from cur to the scheduler loop on the OS stack (nothing to run
+ * here, or rule 2 below); done: cur has exited and never resumes. Returns
+ * when cur is resumed, maybe on another worker. Context: cur on w. */
+static void to_loop(struct wft_worker *w, struct weft_thread *cur, bool done)
 {
-	/* relaxed: cur's own state, set by itself */
-	bool done = atomic_load_explicit(&cur->state, memory_order_relaxed) == WFT_T_DONE;
-
-	w->held = next;
 	w->current = NULL;
 	w->prev = cur;
 	wft_san_switch_begin(done ? NULL : &cur->san_fake_stack, w->san_fiber, w->san_stack_bottom,
@@ -538,6 +533,17 @@ static __attribute__((noinline)) void switch_via_loop(struct wft_worker *w, stru
 	else
 		wft_san_switch_end(w->sched_fake_stack);
 	finish_switch(w);
+}
+
+/* Rule 2: cur must not wait for next. Leave next in w->held and switch to
+ * the scheduler loop, which dispatches it once it is off its CPU. Returns
+ * when cur is resumed (never, if cur exited). Context: cur on w. */
+static __attribute__((noinline)) void switch_via_loop(struct wft_worker *w, struct weft_thread *cur,
+						      struct weft_thread *next)
+{
+	w->held = next;
+	/* relaxed: cur's own state, set by itself */
+	to_loop(w, cur, atomic_load_explicit(&cur->state, memory_order_relaxed) == WFT_T_DONE);
 }
 
 /* Dispatch next (prepared) from the context from_ctx (a thread's or the
@@ -775,19 +781,7 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 		return;
 	}
 	/* Nothing runnable: go to the scheduler loop on the OS stack. */
-	w->current = NULL;
-	w->prev = cur;
-	wft_san_switch_begin(how == WFT_SCHED_EXIT ? NULL : &cur->san_fake_stack,
-			     w->san_fiber, w->san_stack_bottom, w->san_stack_size);
-	if (how == WFT_SCHED_EXIT)
-		wft_ctx_jump(&cur->ctx, &w->sched_ctx);
-	wft_ctx_switch(&cur->ctx, &w->sched_ctx);
-	w = wft_worker_self();
-	if (w->current)
-		wft_san_switch_end(w->current->san_fake_stack);
-	else
-		wft_san_switch_end(w->sched_fake_stack);
-	finish_switch(w);
+	to_loop(w, cur, how == WFT_SCHED_EXIT);
 }
 
 /*
