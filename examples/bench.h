@@ -174,4 +174,40 @@ static inline void bench_result(FILE *f, const char *name, const char *impl,
 		params && *params ? params : "-", value, unit);
 }
 
+/* Busy work: n iterations of an empty volatile loop. */
+static inline void bench_spin_iters(uint64_t n)
+{
+	for (volatile uint64_t i = 0; i < n; i++)
+		;
+}
+
+/* bench_spin_iters() iterations per ns: the fastest of several ~2 ms
+ * trials, so a trial that was preempted (a shared, loaded machine) does
+ * not shorten every hold. */
+static inline double bench_spin_calibrate(void)
+{
+	uint64_t n = 100000, t0, t1;
+	double best = 0;
+
+	for (;;) {
+		t0 = bench_now_ns();
+		bench_spin_iters(n);
+		t1 = bench_now_ns();
+		if (t1 - t0 > 2000000)
+			break;
+		n *= 2;
+	}
+	for (int i = 0; i < 10; i++) {
+		double r;
+
+		t0 = bench_now_ns();
+		bench_spin_iters(n);
+		t1 = bench_now_ns();
+		r = (double)n / (double)(t1 - t0);
+		if (r > best)
+			best = r;
+	}
+	return best;
+}
+
 #endif

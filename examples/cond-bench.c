@@ -60,41 +60,6 @@ struct task {
 	int idx, impl;
 };
 
-static void spin_iters(uint64_t n)
-{
-	for (volatile uint64_t i = 0; i < n; i++)
-		;
-}
-
-/* Busy-loop iterations per ns: the fastest of several ~2 ms trials, so a
- * trial that was preempted (a shared, loaded machine) does not shorten
- * every hold. */
-static void calibrate(void)
-{
-	uint64_t n = 100000, t0, t1;
-	double best = 0;
-
-	for (;;) {
-		t0 = bench_now_ns();
-		spin_iters(n);
-		t1 = bench_now_ns();
-		if (t1 - t0 > 2000000)
-			break;
-		n *= 2;
-	}
-	for (int i = 0; i < 10; i++) {
-		double r;
-
-		t0 = bench_now_ns();
-		spin_iters(n);
-		t1 = bench_now_ns();
-		r = (double)n / (double)(t1 - t0);
-		if (r > best)
-			best = r;
-	}
-	iters_per_ns = best;
-}
-
 static void qlock(int weft)
 {
 	if (weft)
@@ -209,7 +174,7 @@ static void *consumer(void *p)
 		if (q.nwait_nf)
 			qsignal(weft, 0);
 		qunlock(weft);
-		spin_iters(work);
+		bench_spin_iters(work);
 		/* relaxed: a statistic, sampled by main */
 		atomic_store_explicit(&t->items, ++n, memory_order_relaxed);
 	}
@@ -379,7 +344,7 @@ int main(int argc, char **argv)
 	if (opt_prod < 1 || opt_cons < 1 || opt_cap < 1 || opt_work_ns < 0 || opt_secs <= 0 ||
 	    opt_workers < 0)
 		usage();
-	calibrate();
+	iters_per_ns = bench_spin_calibrate();
 	for (int impl = 0; impl < 2; impl++)
 		if (want[impl])
 			bad |= run(impl);

@@ -60,41 +60,6 @@ struct task {
 	int impl;
 };
 
-static void spin_iters(uint64_t n)
-{
-	for (volatile uint64_t i = 0; i < n; i++)
-		;
-}
-
-/* Busy-loop iterations per ns: the fastest of several ~2 ms trials, so a
- * trial that was preempted (a shared, loaded machine) does not shorten
- * every hold. */
-static void calibrate(void)
-{
-	uint64_t n = 100000, t0, t1;
-	double best = 0;
-
-	for (;;) {
-		t0 = bench_now_ns();
-		spin_iters(n);
-		t1 = bench_now_ns();
-		if (t1 - t0 > 2000000)
-			break;
-		n *= 2;
-	}
-	for (int i = 0; i < 10; i++) {
-		double r;
-
-		t0 = bench_now_ns();
-		spin_iters(n);
-		t1 = bench_now_ns();
-		r = (double)n / (double)(t1 - t0);
-		if (r > best)
-			best = r;
-	}
-	iters_per_ns = best;
-}
-
 static uint64_t rng_next(uint64_t *s)
 {
 	*s ^= *s << 13;
@@ -138,12 +103,12 @@ static void *task_main(void *p)
 			for (int i = 0; i < 4; i++)
 				data[i].v[0]++;
 		}
-		spin_iters(hold);
+		bench_spin_iters(hold);
 		if (weft)
 			weft_rwlock_unlock(&wlock);
 		else
 			pthread_rwlock_unlock(&plock);
-		spin_iters(work);
+		bench_spin_iters(work);
 		/* relaxed: a statistic, sampled by main */
 		atomic_store_explicit(&t->ops, ++n, memory_order_relaxed);
 	}
@@ -279,7 +244,7 @@ int main(int argc, char **argv)
 	if (opt_tasks < 1 || opt_read_pct < 0 || opt_read_pct > 100 || opt_hold_ns < 0 ||
 	    opt_work_ns < 0 || opt_secs <= 0 || opt_workers < 0)
 		usage();
-	calibrate();
+	iters_per_ns = bench_spin_calibrate();
 	for (int impl = 0; impl < 2; impl++)
 		if (want[impl])
 			run(impl);
