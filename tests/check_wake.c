@@ -13,8 +13,10 @@
 #include "tests/harness.h"
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <weft/stats.h>
 #include <weft/sync.h>
@@ -38,6 +40,25 @@ static void compute_ns(uint64_t ns)
 static void stats(weft_stats_t *s)
 {
 	ck_assert_int_eq(weft_stats_get(s), 0);
+}
+
+/* The test's mechanism needs these switches on (WEFT_FEATURES may turn
+ * them off for a CI stage): else it prints SKIP and returns false. Each
+ * switch: a comma-separated list of names. */
+static bool needs(const char *test, const char *switches)
+{
+	char buf[64], *save = NULL;
+	bool ok = true;
+
+	wt_init_features(1, NULL);
+	snprintf(buf, sizeof(buf), "%s", switches);
+	for (char *f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save))
+		if (weft_feature(f) != 1) {
+			printf("SKIP wake/%s: needs %s (WEFT_FEATURES turns it off)\n", test, f);
+			ok = false;
+		}
+	wt_shutdown();
+	return ok;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -251,6 +272,10 @@ static int px_run(const char *features, int busy)
 
 START_TEST(affine_pulls_to_waker)
 {
+	/* without the next slot, the pulled wakee is surplus on worker 0 and
+	 * an idle worker steals it: placed affine, run elsewhere */
+	if (!needs("affine_pulls_to_waker", "NEXT_SLOT"))
+		return;
 	/* R2 on: X, whose last worker (1) is parked, runs on the waker's 0 */
 	int on1 = px_run("NO_DRAIN", 0);
 
@@ -350,7 +375,13 @@ static uint64_t wide_run(const char *features)
 
 START_TEST(wide_waker_not_pulled)
 {
-	uint64_t on = 0, off = wide_run("NO_DRAIN,NO_WAKE_WIDE");
+	uint64_t on = 0, off;
+
+	/* without stealing, the servers never leave the dispatcher's worker,
+	 * so the wide rule is never asked (R1) */
+	if (!needs("wide_waker_not_pulled", "STEAL"))
+		return;
+	off = wide_run("NO_DRAIN,NO_WAKE_WIDE");
 
 	/* the rule is asked only when a server's last worker is parked,
 	 * which the host's timing decides: up to 3 runs */
@@ -478,6 +509,9 @@ START_TEST(stranded_spawned_child)
 	uint64_t d[3];
 	weft_attr_t a;
 
+	/* the lone child waits in the next slot, where a thief takes it */
+	if (!needs("stranded_spawned_child", "STEAL,NEXT_SLOT"))
+		return;
 	wt_init_features(2, "NO_DRAIN");
 	weft_attr_init(&a);
 	a.worker = 0;
@@ -499,6 +533,10 @@ START_TEST(stranded_wakee_mailbox)
 {
 	uint64_t d[3];
 	weft_attr_t a;
+
+	/* the rescue is a steal */
+	if (!needs("stranded_wakee_mailbox", "STEAL"))
+		return;
 
 	wt_init_features(2, "NO_DRAIN");
 	weft_attr_init(&a);
