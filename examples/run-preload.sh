@@ -31,6 +31,9 @@
 #   THREADS="2 16 64"   sysbench thread counts
 #   MUTEX_LOCKS=20000   sysbench mutex --mutex-locks
 #   BENCHES="test-mutex sysbench pigz"
+#   BENCH_QUICK=1       (make bench's short version) REPEAT=1,
+#                       SECONDS_PER_RUN=1, 2 and 16 tasks/threads,
+#                       MUTEX_LOCKS=2000, no pigz, unless set
 #   PRELOAD=path        the library (default: ./.libs/libweft-preload.so)
 #   LOGDIR=dir          keep every run's output there (default: temporary)
 #
@@ -40,6 +43,12 @@ set -u
 
 die() { echo "run-preload.sh: $*" >&2; exit 1; }
 
+if [ "${BENCH_QUICK:-0}" != 0 ]; then
+	# make bench BENCH_QUICK=1 (CI): one short run of each point, no pigz
+	REPEAT=${REPEAT:-1} SECONDS_PER_RUN=${SECONDS_PER_RUN:-1} TASKS=${TASKS:-"2 16"}
+	THREADS=${THREADS:-"2 16"} MUTEX_LOCKS=${MUTEX_LOCKS:-2000}
+	BENCHES=${BENCHES:-"test-mutex sysbench"}
+fi
 REPEAT=${REPEAT:-5}
 SECS=${SECONDS_PER_RUN:-3}
 TASKS=${TASKS:-"2 16 128"}
