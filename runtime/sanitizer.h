@@ -111,6 +111,19 @@ static inline void wft_san_stack_fresh(void *lo, size_t size)
 	(void)lo; (void)size;
 }
 
+/* Stack memory about to be unmapped: clear its ASan shadow. GCC 12's ASan
+ * leaves the shadow of unmapped memory as it was, so the next mapping at
+ * that address (a bulk TCB slab, or anything of the program's) inherited
+ * the dead frames' redzones (CI: a stack-buffer-underflow reported on a
+ * TCB slab, CK_FORK=no). */
+static inline void wft_san_unmapping(void *lo, size_t size)
+{
+#if WFT_ASAN
+	__asan_unpoison_memory_region(lo, size);
+#endif
+	(void)lo; (void)size;
+}
+
 static inline void *wft_san_fiber_create(void)
 {
 #if WFT_TSAN

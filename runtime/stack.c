@@ -349,6 +349,7 @@ static void chunk_free(struct chunk *c)
 	unsigned at = chunk_find(c->base, &found);
 
 	partial_del(c);
+	wft_san_unmapping(c->base, (size_t)c->cls->n * c->cls->slot);
 	munmap(c->base, (size_t)c->cls->n * c->cls->slot);
 	memmove(&chunks[at], &chunks[at + 1], (nchunks - at - 1) * sizeof(*chunks));
 	nchunks--;
@@ -465,8 +466,10 @@ static void stack_unmap(struct stack_entry *e)
 	if (found)
 		chunk_put(chunks[at], e->base);
 	pthread_mutex_unlock(&chunk_lock);
-	if (!found)
+	if (!found) {
+		wft_san_unmapping(e->base, map_size(e->size, e->guard));
 		munmap(e->base, map_size(e->size, e->guard));
+	}
 }
 
 /* A stack from a chunk for t; false if t's kind does not come from

@@ -130,7 +130,11 @@ struct tcb_slab {
 
 static AO_double_t tcb_free __attribute__((aligned(16)));  /* {top, version} */
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tcb_slab *slabs;   /* slab_lock */
+static struct tcb_slab *slabs;   /* slab_lock: from malloc */
+static struct tcb_slab *bulk_slabs;   /* slab_lock: from bulk memory (kept apart: a
+				       * leak checker does not scan bulk memory, so
+				       * malloc'd slabs linked only from there looked
+				       * leaked under LeakSanitizer) */
 static _Atomic unsigned nslabs;  /* slabs made (they stay: see wft_tcb_pool_fini_unsafe) */
 
 static void global_push(struct weft_thread *first, struct weft_thread *last)
@@ -188,19 +192,22 @@ static int slab_grow(void)
 	/* cache-line aligned: a TCB's first two lines are what a switch
 	 * touches (see struct weft_thread) */
 	/* relaxed: a count that only picks the allocator */
+	struct tcb_slab **list = &bulk_slabs;
+
 	if (atomic_fetch_add_explicit(&nslabs, 1, memory_order_relaxed) < TCB_SLABS_SMALL ||
 	    (s = wft_bulk_alloc(sizeof(*s))) == NULL) {   /* bulk: zeroed by the kernel */
 		if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
 			return ENOMEM;
 		memset(s, 0, sizeof(*s));
+		list = &slabs;
 	}
 	for (unsigned i = 0; i < TCB_SLAB; i++) {
 		s->tcbs[i].link = i + 1 < TCB_SLAB ? &s->tcbs[i + 1] : NULL;
 		atomic_init(&s->tcbs[i].jstate, WFT_JS(WFT_J_FREE, 0));
 	}
 	pthread_mutex_lock(&slab_lock);
-	s->next = slabs;
-	slabs = s;
+	s->next = *list;
+	*list = s;
 	pthread_mutex_unlock(&slab_lock);
 	global_push(&s->tcbs[0], &s->tcbs[TCB_SLAB - 1]);
 	return 0;
@@ -304,41 +311,45 @@ void wft_tcb_cache_flush(struct wft_worker *w)
  * in pthreads). The worker caches were flushed to the global pool by the
  * workers' exits. Context: weft_shutdown, the workers joined.
  */
-void wft_tcb_pool_fini_unsafe(void)
+static void tcb_fini_one(struct weft_thread *t, void *arg)
 {
-	for (struct tcb_slab *s = slabs; s; s = s->next) {
-		for (unsigned i = 0; i < TCB_SLAB; i++) {
-			struct weft_thread *t = &s->tcbs[i];
-			/* relaxed: the workers are joined (pthread_join orders) */
-			uintptr_t js = atomic_load_explicit(&t->jstate, memory_order_relaxed);
-			unsigned c = WFT_JS_CODE(js);
+	/* relaxed: the workers are joined (pthread_join orders) */
+	uintptr_t js = atomic_load_explicit(&t->jstate, memory_order_relaxed);
 
-			/* EXITED only: an EXITED_T belongs to a joiner that was
-			 * woken and will reap it itself (an OS thread whose join
-			 * races the shutdown); freeing it here too would push it
-			 * twice */
-			if (WFT_JS_IS_JOINER(js) || c != WFT_J_EXITED)
-				continue;
-			if (t->specific) {
-				free(t->specific);
-				t->specific = NULL;
-				t->nspecific = 0;
-			}
-			if (t->stack)
-				wft_stack_release(NULL, t);
-			atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_FREE, t->seq),
-					      memory_order_relaxed);
-			global_push(t, t);
-		}
+	(void)arg;
+	/* EXITED only: an EXITED_T belongs to a joiner that was woken and
+	 * will reap it itself (an OS thread whose join races the shutdown);
+	 * freeing it here too would push it twice */
+	if (WFT_JS_IS_JOINER(js) || WFT_JS_CODE(js) != WFT_J_EXITED)
+		return;
+	if (t->specific) {
+		free(t->specific);
+		t->specific = NULL;
+		t->nspecific = 0;
 	}
+	if (t->stack)
+		wft_stack_release(NULL, t);
+	atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_FREE, t->seq), memory_order_relaxed);
+	global_push(t, t);
 }
 
+void wft_tcb_pool_fini_unsafe(void)
+{
+	wft_tcb_foreach(tcb_fini_one, NULL);
+}
+
+/* Every TCB of every slab, malloc'd and bulk. */
 void wft_tcb_foreach(void (*fn)(struct weft_thread *t, void *arg), void *arg)
 {
+	struct tcb_slab *lists[2];
+
 	pthread_mutex_lock(&slab_lock);
-	for (struct tcb_slab *s = slabs; s; s = s->next)
-		for (unsigned i = 0; i < TCB_SLAB; i++)
-			fn(&s->tcbs[i], arg);
+	lists[0] = slabs;
+	lists[1] = bulk_slabs;
+	for (int l = 0; l < 2; l++)
+		for (struct tcb_slab *s = lists[l]; s; s = s->next)
+			for (unsigned i = 0; i < TCB_SLAB; i++)
+				fn(&s->tcbs[i], arg);
 	pthread_mutex_unlock(&slab_lock);
 }
 

@@ -531,7 +531,9 @@ START_TEST(bad_config)
 END_TEST
 
 /* Allocation failures: WEFT_FAULT=alloc:N makes the N-th internal
- * allocation fail; spawn reports EAGAIN, nothing leaks, runtime healthy. */
+ * allocation fail; spawn reports EAGAIN, nothing leaks, runtime healthy.
+ * Spawn allocates only to grow the TCB pool: this test runs first (see
+ * thread_suite). */
 START_TEST(fault_injection)
 {
 	int saw_eagain = 0;
@@ -1568,6 +1570,12 @@ static Suite *thread_suite(void)
 	Suite *s = suite_create("thread");
 	TCase *tc;
 
+	/* First: spawn allocates only when the TCB pool is empty, and the
+	 * pool lives as long as the process, so under CK_FORK=no (one process
+	 * for every test) only the suite's first test sees it cold. */
+	tc = wt_tcase(s, "cold", 30);
+	tcase_add_test(tc, fault_injection);
+
 	tc = wt_tcase(s, "basic", 30);
 	tcase_add_loop_test(tc, spawn_join_value, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, spawn_join_100k, 0, wt_nconfigs);
@@ -1594,7 +1602,6 @@ static Suite *thread_suite(void)
 	tcase_add_loop_test(tc, bad_input, 0, wt_nconfigs);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, bad_attr_no_implicit_init);
-	tcase_add_test(tc, fault_injection);
 	tcase_add_test(tc, fault_direct_join);
 	tcase_add_test(tc, stack_shortage_eagain);
 	tcase_add_test(tc, stack_shortage_clears);
