@@ -136,6 +136,25 @@ static inline void maybe_wake_idle(struct wft_worker *w, bool stealable, uint32_
 		wft_idle_wake_one(w);
 }
 
+/* A worker that looks for work (spinning) sees only the public ring: put
+ * the private list there. If none looks but some sleep, get one (wake_one
+ * publishes first). At most one kick per yield, and only while a worker
+ * sleeps and none looks (relaxed: hints, as in maybe_wake_idle). */
+static __attribute__((noinline)) void offer_yielder_slow(struct wft_worker *w)
+{
+	if (atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) > 0)
+		wft_runq_publish_owner(w);
+	else
+		wft_idle_wake_one(w);
+}
+
+static inline void offer_yielder(struct wft_worker *w)
+{
+	if (wft_unlikely(atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) > 0 ||
+			 atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0))
+		offer_yielder_slow(w);
+}
+
 /* Move the mailbox into the runqueue. Work that arrived from outside may be
  * surplus while other workers sleep (nobody else will notice it: remote
  * wakers kick only the target, which is busy), so when some worker is idle
@@ -776,6 +795,15 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 		atomic_store_explicit(&cur->state, WFT_T_RUNNING, memory_order_relaxed);
 		return;
 	}
+	/* The yielder now waits behind next, which may never block (a mutex
+	 * waiter handed the lock, then running uncontended): it is surplus at
+	 * once, as a thread woken onto a busy waker's queue is, and only a
+	 * thief can reach it, once it is out of the private list (test
+	 * wake/stranded_yielder: 300 ms behind a computation before, one
+	 * steal after). A yielder alone on its worker picks itself and never
+	 * gets here. */
+	if (how == WFT_SCHED_YIELD && cur->pin < 0)
+		offer_yielder(w);
 	if (next && prepare(w, next)) {
 		switch_to(w, cur, &cur->ctx, next);
 		return;
