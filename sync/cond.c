@@ -292,8 +292,10 @@ static int wait_common(weft_cond_t *pc, weft_mutex_t *pm, weft_time_t deadline)
 			/* from here on c may be freed: touch only m and d */
 			if (d != NULL)
 				wft_waiter_wake(d);
-			wft_mutex_lock_id(m, id, self);
-			return ETIMEDOUT;
+			/* a relock that took m over from a dead owner says so:
+			 * EOWNERDEAD outranks ETIMEDOUT (the caller must repair
+			 * what the owner left before trusting it) */
+			return wft_mutex_lock_id(m, id, self) == EOWNERDEAD ? EOWNERDEAD : ETIMEDOUT;
 		}
 		/* A signal claimed us before the deadline: we are a mutex waiter
 		 * (or its woken one) now. Wait for the mutex's WOKEN store
@@ -317,7 +319,8 @@ int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m)
 
 /*
  * Context: any. May park: yes.
- * Returns: as weft_cond_wait, plus ETIMEDOUT (m is relocked).
+ * Returns: as weft_cond_wait, plus ETIMEDOUT (m is relocked); EOWNERDEAD
+ * when the relock after a timeout took m over from a dead owner.
  */
 int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, weft_time_t deadline)
 {

@@ -30,9 +30,14 @@
  * leave it owned by the next thread that gets the same TCB (or the same TLS
  * block): the newcomer's id differs in the generation, its lock does not
  * return EDEADLK, its unlock returns EPERM, and the mutex can tell that its
- * weft owner has exited (mutex.c "Owner death"). The generation wraps after
- * 65,536 reuses of one TCB between the exit and the check, which is where
- * detection stops being certain.
+ * weft owner has exited (mutex.c "Owner death"). The horizon is 32,767
+ * reuses of one TCB between the exit and the check: owner_dead reads a
+ * generation difference of 2^15 or more as a stale read of a live owner,
+ * so past the horizon a dead owner looks alive again (new lockers wait),
+ * and at exact multiples of 65,536 reuses the TCB's occupant has the dead
+ * owner's id (its lock is EDEADLK, its unlock succeeds). A spawn-heavy
+ * program reuses one TCB that often in well under a second: the guarantee
+ * holds for a lock taken over soon after the exit.
  *
  * User-space addresses on x86-64 and arm64 Linux are below 2^48 (above it
  * only when mmap is given such a hint, which neither malloc nor the TCB and
@@ -97,12 +102,14 @@ static inline uintptr_t wft_mutex_owner(uintptr_t v)
 int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id);
 
 /* Lock m for id with no deadline (cond.c relocking after a timeout).
- * Returns 0. Context: any. May park: yes. */
+ * Returns 0, or EOWNERDEAD (m's owner had exited holding it: the caller
+ * owns m now). Context: any. May park: yes. */
 int wft_mutex_lock_id(struct wft_mutex *m, uintptr_t id, struct weft_thread *self);
 
 /* Finish acquiring m for a waiter whose record sw was woken by the mutex
  * (result WFT_SW_HANDED: it owns m already; WFT_SW_COMPETE: it is m's woken
- * waiter and must compete). Returns 0. Context: any. May park: yes. */
+ * waiter and must compete). Returns 0 or EOWNERDEAD (as wft_mutex_lock_id).
+ * Context: any. May park: yes. */
 int wft_mutex_relock(struct wft_mutex *m, struct wft_swaiter *sw, struct weft_thread *self);
 
 /* Wait morphing: move the records of list (unlinked from a cond queue,

@@ -706,6 +706,57 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* os_thread */
 
+/* The owner of m dies while a timed waiter waits: the waiter's relock at
+ * the timeout takes m over and must say so (EOWNERDEAD, not ETIMEDOUT: the
+ * caller would trust what the dead owner left half-done; found by review,
+ * ETIMEDOUT before the fix). */
+struct od {
+	weft_mutex_t m;
+	weft_cond_t c;
+	_Atomic int waiting, rc;
+};
+
+static void *od_waiter(void *p)
+{
+	struct od *a = p;
+	int rc;
+
+	WT_CHECK(weft_mutex_lock(&a->m) == 0);
+	atomic_store(&a->waiting, 1);
+	rc = weft_cond_timedwait(&a->c, &a->m, weft_now_ns() + 100000000ull);
+	atomic_store(&a->rc, rc);
+	if (rc == 0 || rc == ETIMEDOUT || rc == EOWNERDEAD)
+		WT_CHECK(weft_mutex_unlock(&a->m) == 0);
+	return NULL;
+}
+
+static void *od_dier(void *p)
+{
+	struct od *a = p;
+
+	WT_CHECK(weft_mutex_lock(&a->m) == 0);
+	return NULL;   /* exits holding m */
+}
+
+START_TEST(test_timeout_owner_dead)
+{
+	struct od a = { .m = WEFT_MUTEX_INITIALIZER, .c = WEFT_COND_INITIALIZER };
+	weft_thread_t w, d;
+
+	wt_init_workers(2);
+	ck_assert_int_eq(weft_spawn(&w, od_waiter, &a, NULL), 0);
+	while (!atomic_load(&a.waiting))
+		usleep(1000);
+	/* the waiter released m in its wait once d gets it */
+	ck_assert_int_eq(weft_spawn(&d, od_dier, &a, NULL), 0);
+	ck_assert_int_eq(weft_join(d, NULL), 0);
+	ck_assert_int_eq(weft_join(w, NULL), 0);
+	ck_assert_int_eq(atomic_load(&a.rc), EOWNERDEAD);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 START_TEST(test_os_thread)
 {
 	wt_init(_i);
@@ -739,6 +790,7 @@ static Suite *cond_suite(void)
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
 	tcase_add_test(tc, test_destroy_after_broadcast_timed);
 	tcase_add_test(tc, test_destroy_after_broadcast_race);
+	tcase_add_test(tc, test_timeout_owner_dead);
 
 	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);

@@ -53,7 +53,9 @@ WEFT_API int weft_mutex_init(weft_mutex_t *m);
  * ordinary mutex again). Waiters queued before such an exit stay queued
  * until a later locker takes m over and unlocks it; an OS-thread owner's
  * exit is not detected. A thread that reuses the dead owner's TCB does not
- * own m (owner ids carry a generation). Context: any. May park: yes. */
+ * own m (owner ids carry a 16-bit generation: certain for up to 32,767
+ * reuses of that TCB after the exit; see weft_mutex(3) NOTES).
+ * Context: any. May park: yes. */
 WEFT_API int weft_mutex_lock(weft_mutex_t *m);
 
 /* Lock m if it is free. Returns 0, EINVAL (m NULL or destroyed), EBUSY
@@ -121,7 +123,9 @@ WEFT_API int weft_cond_init(weft_cond_t *c);
 WEFT_API int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
 
 /* Like weft_cond_wait with an absolute deadline. Returns as weft_cond_wait,
- * plus ETIMEDOUT (m is relocked in that case too). Context: any. May park: yes. */
+ * plus ETIMEDOUT (m is relocked in that case too); a timeout whose relock
+ * took m over from a dead owner returns EOWNERDEAD, not ETIMEDOUT.
+ * Context: any. May park: yes. */
 WEFT_API int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, weft_time_t deadline);
 
 /* Wake one waiter (the longest waiting, or a cache-hot one among the first
