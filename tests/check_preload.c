@@ -1061,6 +1061,55 @@ START_TEST(test_fork)
 }
 END_TEST
 
+/* No lost wakeup through ABA on the futex word: a reader held back by a
+ * waiting writer (state 0) used to sleep on state == 0; the writer could
+ * take the lock, release it and wake everyone before that reader slept,
+ * leaving state at 0 again and the reader (then every thread) asleep for
+ * good (seen in CI: std::shared_mutex in check_preload_cxx.sh hung with
+ * state 0, 4 sleepers). 6 readers and 2 writers hammer one rwlock; a
+ * watchdog turns a hang into a failure. Bounded: 2 s of operations. */
+#define RW_ABA_THREADS 8   /* 2 writers, 6 readers: more than the CPUs, so
+			    * a reader is preempted inside the window */
+static pthread_rwlock_t rw_aba = PTHREAD_RWLOCK_INITIALIZER;
+static atomic_int rw_aba_stop;
+static atomic_long rw_aba_ops;
+
+static void *rw_aba_fn(void *p)
+{
+	int writer = (int)(intptr_t)p;
+	long n = 0;
+
+	while (!atomic_load_explicit(&rw_aba_stop, memory_order_relaxed)) {
+		if (writer)
+			pthread_rwlock_wrlock(&rw_aba);
+		else
+			pthread_rwlock_rdlock(&rw_aba);
+		pthread_rwlock_unlock(&rw_aba);
+		n++;
+	}
+	atomic_fetch_add(&rw_aba_ops, n);
+	return NULL;
+}
+
+START_TEST(test_rwlock_no_lost_wakeup)
+{
+	pthread_t t[RW_ABA_THREADS];
+	struct timespec dl;
+
+	for (int i = 0; i < RW_ABA_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, rw_aba_fn, (void *)(intptr_t)(i % 4 == 0)), 0);
+	usleep(2000000);
+	atomic_store(&rw_aba_stop, 1);
+	/* the threads finish their current operation: 5 s is ample unless
+	 * they all sleep with nobody to wake them */
+	dl = in_ms(CLOCK_REALTIME, 5000);
+	for (int i = 0; i < RW_ABA_THREADS; i++)
+		ck_assert_msg(pthread_timedjoin_np(t[i], NULL, &dl) == 0,
+			      "thread %d still blocked 5 s after the stop: a lost wakeup", i);
+	ck_assert_int_gt(atomic_load(&rw_aba_ops), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("preload");
@@ -1092,6 +1141,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_rwlock_basic);
 	tcase_add_test(tc, test_rwlock_writer_progress);
+	tcase_add_test(tc, test_rwlock_no_lost_wakeup);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("other");
 	tcase_set_timeout(tc, 60);

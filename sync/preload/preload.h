@@ -62,7 +62,9 @@ struct wp_rwlock {
 	unsigned state;     /* 0: futex word: readers in bits 0-29, WP_RW_W */
 	unsigned nwait;     /* 4: sleeping threads */
 	unsigned wwait;     /* 8: writers waiting to acquire */
-	unsigned pad[4];    /* 12 */
+	unsigned seq;       /* 12: futex word: bumped by every release that can
+			     * let a sleeper in (rwlock.c "No lost wakeup") */
+	unsigned pad[3];    /* 16 */
 	int shared;         /* 28 */
 	uint64_t pad1;      /* 32 */
 	uint64_t writer;    /* 40: writer's thread pointer */

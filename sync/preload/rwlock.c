@@ -1,19 +1,32 @@
 /* libweft-preload.so: pthread_rwlock_*.
  *
- * state: reader count in bits 0-29, WP_RW_W while a writer holds it. One
- * futex on state for every sleeper; nwait counts sleepers, wwait the
- * writers that want the lock. Writers do not starve: a reader does not
+ * state: reader count in bits 0-29, WP_RW_W while a writer holds it.
+ * Sleepers wait on a separate futex word, seq; nwait counts sleepers,
+ * wwait the writers that want the lock. Writers do not starve: a reader does not
  * enter while a writer waits, unless this thread already holds a read lock
  * of some rwlock (a per-thread count, so that recursive read locks cannot
  * deadlock behind a waiting writer) and the lock is not the writer-
  * preferring nonrecursive kind (flags 2), which never lets readers pass.
  *
- * No lost wakeup: a sleeper increments nwait and then sleeps with
- * futex_wait(state, the value it saw); an unlocker changes state and then
- * reads nwait (both seq_cst), so either the unlocker sees the sleeper and
- * wakes all, or the sleeper's futex_wait sees the new state and returns.
- * A writer that gives up (timeout) wakes all sleepers too, since readers
- * may be waiting only because of it.
+ * No lost wakeup. The race to survive: a sleeper decides to sleep on
+ * what it saw, and the lock is released (maybe taken and released again)
+ * before its futex_wait starts. Sleeping on state itself lost that race
+ * by ABA: a reader held back by a waiting writer saw state 0, the writer
+ * took the lock, released it (state 0 again) and woke everyone before the
+ * reader slept, so the reader slept on 0 with nobody left to wake it, and
+ * then every other thread did too (CI: std::shared_mutex hung with state
+ * 0 and four sleepers). So sleepers wait on seq, which only grows:
+ *   sleeper:  nwait++ ; q = seq ; try (reads state, wwait) ; futex_wait(seq, q)
+ *   releaser: change state (or wwait) ; seq++ ; if nwait: wake all on seq
+ * all seq_cst. Either the releaser's nwait load sees the sleeper (and its
+ * seq++ makes the sleeper's futex_wait return at once if it had not slept
+ * yet, or the wake finds it asleep), or the sleeper's nwait++ comes later
+ * in the total order, and then so do its seq load and its try, which
+ * sees the release. Every release that can let a sleeper in bumps seq:
+ * the writer's unlock, the last reader's unlock, and a writer that gives
+ * up (timeout), since readers may be waiting only because of it. seq
+ * would have to wrap (2^32 releases) between a sleeper's load and its
+ * sleep to fool it.
  */
 #include "config.h"
 
@@ -30,14 +43,18 @@ static __thread unsigned rd_held __attribute__((tls_model("initial-exec")));
 
 static void rw_wake(struct wp_rwlock *r)
 {
-	/* seq_cst: the Dekker pairing with the sleeper (top of file) */
+	/* seq_cst, both: the pairing with the sleeper (top of file) */
+	__atomic_fetch_add(&r->seq, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&r->nwait, __ATOMIC_SEQ_CST))
-		wp_futex_wake(&r->state, INT_MAX, 0);
+		wp_futex_wake(&r->seq, INT_MAX, 0);
 }
 
 static int rd_may_pass(struct wp_rwlock *r)
 {
-	/* relaxed: a hint only; the state CAS is what decides */
+	/* relaxed: a sleeper loaded seq (seq_cst) before this; a writer that
+	 * gave up decremented wwait before its seq++, so a sleeper whose seq
+	 * load saw that bump sees the decrement here, and one that did not
+	 * sleeps on the old seq and returns at once (top of file) */
 	if (__atomic_load_n(&r->wwait, __ATOMIC_RELAXED) == 0)
 		return 1;
 	return rd_held > 0 && r->flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
@@ -74,13 +91,13 @@ static int rd_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 	if ((e = wp_check_abstime(abs)))
 		return e;
 	for (;;) {
-		/* seq_cst: the Dekker pairing with the unlocker */
+		/* seq_cst: the pairing with the releaser (top of file) */
 		__atomic_fetch_add(&r->nwait, 1, __ATOMIC_SEQ_CST);
-		unsigned s = __atomic_load_n(&r->state, __ATOMIC_SEQ_CST);
+		unsigned q = __atomic_load_n(&r->seq, __ATOMIC_SEQ_CST);
 		e = rd_try(r, 0);
 		if (e == EBUSY) {
 			wp_count(WP_RWLOCK, WP_PARKS);
-			e = wp_futex_wait(&r->state, s, abs, clk, 0);
+			e = wp_futex_wait(&r->seq, q, abs, clk, 0);
 			if (e != ETIMEDOUT)
 				e = EBUSY;
 		}
@@ -115,14 +132,13 @@ static int wr_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 	/* seq_cst: readers must see us waiting before we sleep */
 	__atomic_fetch_add(&r->wwait, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
+		/* seq_cst: the pairing with the releaser (top of file) */
 		__atomic_fetch_add(&r->nwait, 1, __ATOMIC_SEQ_CST);
-		unsigned s = __atomic_load_n(&r->state, __ATOMIC_SEQ_CST);
-		e = EBUSY;
-		if (s == 0)
-			e = wr_try(r);
+		unsigned q = __atomic_load_n(&r->seq, __ATOMIC_SEQ_CST);
+		e = wr_try(r);
 		if (e == EBUSY) {
 			wp_count(WP_RWLOCK, WP_PARKS);
-			if (wp_futex_wait(&r->state, s, abs, clk, 0) == ETIMEDOUT)
+			if (wp_futex_wait(&r->seq, q, abs, clk, 0) == ETIMEDOUT)
 				e = ETIMEDOUT;
 		}
 		__atomic_fetch_sub(&r->nwait, 1, __ATOMIC_SEQ_CST);
