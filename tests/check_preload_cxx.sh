@@ -93,7 +93,7 @@ int main()
 }
 CXXEOF
 "$CXX" -O2 -std=c++17 -pthread -o "$dir/t" "$dir/t.cc" || { echo "FAIL: compile"; exit 1; }
-LD_PRELOAD=$lib WEFT_STATS=1 "$dir/t" >"$dir/out" 2>&1
+timeout 120 env LD_PRELOAD="$lib" WEFT_STATS=1 "$dir/t" >"$dir/out" 2>&1
 rc=$?
 cat "$dir/out"
 [ $rc = 0 ] || { echo "FAIL: C++ locks under the preload"; exit 1; }
