@@ -1110,6 +1110,62 @@ START_TEST(test_rwlock_no_lost_wakeup)
 }
 END_TEST
 
+/* A semaphore as a completion on memory the waiter frees at once: the
+ * post must not touch the semaphore after the increment that lets the
+ * waiter go (it read the waiter count there: a read of freed memory,
+ * found by review). The page is unmapped as soon as the wait returns, so
+ * such a read faults. Several posters run at once (more threads than
+ * CPUs: a poster is preempted inside the window now and then). Bounded:
+ * 1.5 s. */
+#define SEMC_PAIRS 4
+static void *semc_post(void *p)
+{
+	sem_post((sem_t *)p);
+	return NULL;
+}
+
+static void *semc_loop(void *arg)
+{
+	long n = 0;
+	struct timespec end = in_ms(CLOCK_MONOTONIC, 1500), now;
+
+	(void)arg;
+	do {
+		sem_t *sm = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		pthread_t t;
+
+		if (sm == MAP_FAILED || sem_init(sm, 0, 0) != 0 ||
+		    pthread_create(&t, NULL, semc_post, sm) != 0)
+			return (void *)-1;
+		while (sem_wait(sm) != 0)
+			;
+		sem_destroy(sm);
+		munmap(sm, 4096);   /* the poster may still be inside sem_post */
+		pthread_join(t, NULL);
+		n++;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	return (void *)n;
+}
+
+START_TEST(test_sem_completion_freed)
+{
+	pthread_t t[SEMC_PAIRS];
+	long total = 0;
+
+	for (int i = 0; i < SEMC_PAIRS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, semc_loop, NULL), 0);
+	for (int i = 0; i < SEMC_PAIRS; i++) {
+		void *r;
+
+		ck_assert_int_eq(pthread_join(t[i], &r), 0);
+		ck_assert_int_ge((long)r, 1);
+		total += (long)r;
+	}
+	printf("sem completions: %ld\n", total);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("preload");
@@ -1148,6 +1204,7 @@ int main(void)
 	tcase_add_test(tc, test_spin);
 	tcase_add_test(tc, test_barrier);
 	tcase_add_test(tc, test_sem);
+	tcase_add_test(tc, test_sem_completion_freed);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);

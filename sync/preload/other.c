@@ -9,11 +9,17 @@
  * threads still inside pthread_barrier_wait, so that destroy can wait for
  * them to leave before the memory is reused.
  *
- * Semaphore: glibc's layout (value, nwaiters, private word). post: value++
- * then, if nwaiters, wake one. wait: CAS value down while > 0, else
- * nwaiters++ and futex_wait(value, 0). The post's increment and nwaiters
- * read and the waiter's nwaiters increment and value read are seq_cst, so
- * one of them sees the other (no lost wakeup).
+ * Semaphore: glibc's layout (value, nwaiters, private word), value and
+ * nwaiters read and written as one 64-bit word (SEM_WORD). post: one CAS
+ * adds 1 to value, and the nwaiters it replaced says whether to wake one.
+ * wait: CAS value down while > 0, else add 1 to nwaiters and
+ * futex_wait(value, 0). No lost wakeup: the post's CAS and the waiter's
+ * nwaiters increment are RMWs on the same word, so one is ordered before
+ * the other: either the post sees the waiter counted (and wakes one), or
+ * the waiter's later take or futex_wait sees value > 0. Nothing is read
+ * after the release: a waiter that takes the unit may destroy and free
+ * the semaphore at once (a completion on its stack), and a post that read
+ * nwaiters after its increment read freed memory (found by review).
  */
 #include "config.h"
 
@@ -146,6 +152,8 @@ WP_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 /* ---- semaphore ---- */
 
 #define PS(s) ((struct wp_sem *)(s))
+#define SEM_WORD(ps) ((uint64_t *)(void *)(ps))
+#define SEM_WAITER ((uint64_t)1 << 32)
 #define SEM_OFF(s) (__builtin_expect(wp_off, 0) || \
 		    (__atomic_load_n(&PS(s)->priv, __ATOMIC_RELAXED) & WP_SEM_GLIBC_SHARED))
 
@@ -173,10 +181,10 @@ WP_EXPORT int sem_destroy(sem_t *s)
 
 static int sem_take(struct wp_sem *s)
 {
-	/* relaxed load, acquire on the CAS (pairs with post's increment) */
-	unsigned v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
-	while (v > 0)
-		if (__atomic_compare_exchange_n(&s->value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
+	/* relaxed load, acquire on the CAS (pairs with post's release) */
+	uint64_t w = __atomic_load_n(SEM_WORD(s), __ATOMIC_RELAXED);
+	while ((uint32_t)w > 0)
+		if (__atomic_compare_exchange_n(SEM_WORD(s), &w, w - 1, 1, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED)) {
 			wp_count(WP_SEM, WP_ACQ);
 			return 1;
@@ -191,7 +199,8 @@ struct sem_cl {
 static void sem_cancelled(void *arg)
 {
 	struct sem_cl *cl = arg;
-	__atomic_fetch_sub(&cl->s->nwaiters, 1, __ATOMIC_SEQ_CST);
+	/* relaxed: leaving only makes posts skip a wake */
+	__atomic_fetch_sub(SEM_WORD(cl->s), SEM_WAITER, __ATOMIC_RELAXED);
 }
 
 static int sem_wait_slow(struct wp_sem *s, clockid_t clk, const struct timespec *abs)
@@ -201,8 +210,9 @@ static int sem_wait_slow(struct wp_sem *s, clockid_t clk, const struct timespec 
 		errno = e;
 		return -1;
 	}
-	/* seq_cst: the Dekker pairing with sem_post (top of file) */
-	__atomic_fetch_add(&s->nwaiters, 1, __ATOMIC_SEQ_CST);
+	/* relaxed: an RMW on the post's word, so the two are ordered (top of
+	 * file); the take that follows acquires the unit */
+	__atomic_fetch_add(SEM_WORD(s), SEM_WAITER, __ATOMIC_RELAXED);
 	struct sem_cl cl = { s };
 	int oldtype;
 	e = 0;
@@ -223,7 +233,8 @@ static int sem_wait_slow(struct wp_sem *s, clockid_t clk, const struct timespec 
 		}
 	}
 	pthread_cleanup_pop(0);
-	__atomic_fetch_sub(&s->nwaiters, 1, __ATOMIC_SEQ_CST);
+	/* relaxed: as in sem_cancelled */
+	__atomic_fetch_sub(SEM_WORD(s), SEM_WAITER, __ATOMIC_RELAXED);
 	if (e) {
 		errno = e;
 		return -1;
@@ -286,17 +297,21 @@ WP_EXPORT int sem_post(sem_t *s)
 	if (SEM_OFF(s))
 		return WP_REAL(sem_post)(s);
 	struct wp_sem *ps = PS(s);
-	/* relaxed load, seq_cst CAS: release for the poster's writes and the
-	 * Dekker pairing with waiters (top of file) */
-	unsigned v = __atomic_load_n(&ps->value, __ATOMIC_RELAXED);
+	/* relaxed load, release CAS: publishes the poster's writes to the
+	 * taker's acquire; the waiters it replaced decide the wake, with no
+	 * read of ps after it (top of file) */
+	uint64_t w = __atomic_load_n(SEM_WORD(ps), __ATOMIC_RELAXED);
 	do {
-		if (v >= SEM_VALUE_MAX) {
+		if ((uint32_t)w >= SEM_VALUE_MAX) {
 			errno = EOVERFLOW;
 			return -1;
 		}
-	} while (!__atomic_compare_exchange_n(&ps->value, &v, v + 1, 1, __ATOMIC_SEQ_CST,
+	} while (!__atomic_compare_exchange_n(SEM_WORD(ps), &w, w + 1, 1, __ATOMIC_RELEASE,
 					      __ATOMIC_RELAXED));
-	if (__atomic_load_n(&ps->nwaiters, __ATOMIC_SEQ_CST))
+	/* futex_wake on memory freed meanwhile is harmless: the kernel
+	 * compares nothing, and at worst a waiter on a reused address
+	 * wakes spuriously, which every futex waiter tolerates */
+	if (w >> 32)
 		wp_futex_wake(&ps->value, 1, 0);
 	return 0;
 }

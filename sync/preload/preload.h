@@ -88,6 +88,9 @@ struct wp_barrier {
 /* sem_t, 32 bytes, glibc's own layout: value, waiters, private word (0x80
  * for a process-shared or named semaphore, which stays glibc's). */
 struct wp_sem {
+	/* value and nwaiters form one 64-bit word (other.c "Semaphore"):
+	 * sem_t is 8-aligned, and x86-64 and arm64 are little-endian, so the
+	 * word is value | nwaiters << 32 */
 	unsigned value;     /* 0: futex word */
 	unsigned nwaiters;  /* 4 */
 	unsigned priv;      /* 8 */
@@ -104,6 +107,8 @@ _Static_assert(offsetof(struct wp_rwlock, shared) == 28, "rwlock shared offset")
 _Static_assert(offsetof(struct wp_rwlock, flags) == 48, "rwlock flags offset");
 _Static_assert(sizeof(struct wp_barrier) <= sizeof(pthread_barrier_t), "barrier size");
 _Static_assert(sizeof(struct wp_sem) == sizeof(sem_t), "sem size");
+_Static_assert(_Alignof(sem_t) >= 8 && offsetof(struct wp_sem, nwaiters) == 4 &&
+	       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "sem word layout");
 
 /* ---- the calling thread ---- */
 
