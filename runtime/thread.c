@@ -558,10 +558,14 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	} else {
 		t->name[0] = '\0';
 	}
-	/* relaxed: the TCB is published to its worker by the queue push
-	 * (release) below */
+	/* release: the TCB is published to its worker by the queue push
+	 * below, but a mutex's owner_dead (sync/mutex.c) reads this word
+	 * with acquire to learn that the TCB's previous thread exited: a
+	 * newer generation here must carry that exit's writes to whoever
+	 * takes the dead owner's mutex over (the exit's own stores are
+	 * released before the TCB is reused) */
 	atomic_store_explicit(&t->jstate, WFT_JS(detached ? WFT_J_DETACHED : WFT_J_JOINABLE, t->seq),
-			      memory_order_relaxed);
+			      memory_order_release);
 	/* relaxed: likewise published by the push */
 	atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
 	wft_count_birth(w);

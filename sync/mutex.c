@@ -543,9 +543,12 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 			}
 			if (wft_unlikely(owner_dead(wft_mutex_owner(v)))) {
 				/* "Owner death": take it over, flags kept (our
-				 * unlock serves the queue). acquire: the dead
-				 * owner's writes, as far as they got. Safe by I4:
-				 * a dead owner never unlocks, and we hold qlock. */
+				 * unlock serves the queue). The CAS only elects
+				 * us; the dead owner's writes, as far as they
+				 * got, came with owner_dead's acquire load of its
+				 * TCB's join word (acquire kept here as cheap
+				 * insurance). Safe by I4: a dead owner never
+				 * unlocks, and we hold qlock. */
 				if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire)) {
 					if (woken)
 						unwoken_locked(m);
@@ -666,7 +669,8 @@ static int take_dead(struct wft_mutex *m, uintptr_t id)
 	/* relaxed: acted on only through the CAS */
 	v = wft_load(&m->state, relaxed);
 	while (owner_dead(wft_mutex_owner(v))) {
-		/* acquire: as in lock_slow's takeover */
+		/* acquire: as in lock_slow's takeover (the visibility
+		 * comes from owner_dead's acquire load) */
 		if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire)) {
 			r = EOWNERDEAD;
 			break;
