@@ -25,9 +25,9 @@
  * block, yield or spawn, and a thread that computes without any of those
  * holds its worker anyway. Idle workers set split_req and sleep; the owner
  * publishes at its next pick and kicks one (see runtime/idle.c). A yield
- * that leaves the yielder queued behind another thread publishes at once
- * when a worker looks or sleeps (worker.c offer_yielder): the thread it
- * yielded to may never reach a scheduling point.
+ * that leaves an unpinned yielder queued behind another thread publishes
+ * at once (worker.c offer_yielder): the thread it yielded to may never
+ * reach a scheduling point.
  *
  * Objects and states: ring[head .. tail) (indices mod WFT_RUNQ_RING, free
  * running 32-bit counters) is the public part; phead..ptail (linked through

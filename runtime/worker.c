@@ -136,23 +136,29 @@ static inline void maybe_wake_idle(struct wft_worker *w, bool stealable, uint32_
 		wft_idle_wake_one(w);
 }
 
-/* A worker that looks for work (spinning) sees only the public ring: put
- * the private list there. If none looks but some sleep, get one (wake_one
- * publishes first). At most one kick per yield, and only while a worker
- * sleeps and none looks (relaxed: hints, as in maybe_wake_idle). */
-static __attribute__((noinline)) void offer_yielder_slow(struct wft_worker *w)
+/* A yielder queued behind another thread (wft_worker_schedule): make it
+ * stealable. Only the owner can move its private list to the ring, and
+ * the thread it yielded to may not reach a scheduling point for a long
+ * time; a worker that goes idle meanwhile and sees private work only can
+ * just ask (split_req) and sleep. So publish at every such yield (Go puts
+ * a yielding goroutine on its global queue, under a lock), then, after a
+ * seq_cst fence, read the spinner and idle counts. The race to survive:
+ * a worker deciding to sleep while we decide nobody looks. It marks
+ * itself idle, fences, then re-checks every ring; by the two fences it
+ * sees the yielder in our ring, or we see it idle and wake one
+ * (wake_pick's CAS on nspinning: at most one kick per yield, none while a
+ * spinner looks, since a spinner steals from the ring). The cost, paid
+ * only by unpinned yields that leave the yielder behind another thread
+ * with more than one worker: the publish, the fence, and ring pops by CAS
+ * instead of the private list's plain loads. */
+static __attribute__((noinline)) void offer_yielder(struct wft_worker *w)
 {
-	if (atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) > 0)
-		wft_runq_publish_owner(w);
-	else
+	wft_runq_publish_owner(w);
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed after the fence: the Dekker argument above */
+	if (atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0 &&
+	    atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
 		wft_idle_wake_one(w);
-}
-
-static inline void offer_yielder(struct wft_worker *w)
-{
-	if (wft_unlikely(atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) > 0 ||
-			 atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0))
-		offer_yielder_slow(w);
 }
 
 /* Move the mailbox into the runqueue. Work that arrived from outside may be
@@ -802,7 +808,7 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	 * wake/stranded_yielder: 300 ms behind a computation before, one
 	 * steal after). A yielder alone on its worker picks itself and never
 	 * gets here. */
-	if (how == WFT_SCHED_YIELD && cur->pin < 0)
+	if (how == WFT_SCHED_YIELD && cur->pin < 0 && wft_rt.nworkers > 1)
 		offer_yielder(w);
 	if (next && prepare(w, next)) {
 		switch_to(w, cur, &cur->ctx, next);
