@@ -461,17 +461,18 @@ static void *ovf_parker(void *arg)
 	return NULL;
 }
 
-/* About n KiB of frames, every byte written (as a real overflow would:
- * the canary is 8 bytes). */
-static __attribute__((noinline)) int ovf_dig(int n)
+/* n KiB of one frame, every byte written (as a real overflow of a big
+ * local array would). One contiguous buffer, not a chain of frames: a
+ * chain leaves a few bytes of each frame unwritten (alignment padding), and
+ * the 8-byte canary can fall into such a gap for some of the 16 stack
+ * colours. */
+static __attribute__((noinline)) int ovf_fill(size_t kib)
 {
-	volatile char buf[1024];
+	volatile char *buf = __builtin_alloca(kib * 1024);
 
-	for (size_t i = 0; i < sizeof(buf); i++)
-		buf[i] = (char)n;
-	if (n == 0)
-		return buf[0];
-	return ovf_dig(n - 1) + buf[sizeof(buf) - 1];
+	for (size_t i = 0; i < kib * 1024; i++)
+		buf[i] = (char)i;
+	return buf[0];
 }
 
 static void *ovf_thread(void *arg)
@@ -479,7 +480,7 @@ static void *ovf_thread(void *arg)
 	(void)arg;
 	/* 24 KiB below the start: past the bottom of the 16 KiB stack plus
 	 * its colour page, into the slot below (a parked neighbour's) */
-	return (void *)(intptr_t)ovf_dig(24);
+	return (void *)(intptr_t)ovf_fill(24);
 }
 
 /* In a child process: four parked neighbours on guard = 0 16 KiB stacks
