@@ -129,16 +129,19 @@
  *   some holder H. Then P's CAS is coherence-ordered before U, U is
  *   sequenced before H's seq_cst fence, so P's fadd and CAS precede the
  *   fence in the single total order S, and H's load after the fence sees
- *   P's units (or 0 because another drainer exchanged them out, which
- *   grants them). If H's own retry CAS then fails, a later holder H' took
+ *   P's units (or a later value from which a drainer subtracted them,
+ *   which it does only after granting them). If H's own retry CAS then fails, a later holder H' took
  *   qlock after U; its unlock is also later than P's CAS in qlock's
  *   order, so the same argument applies to H' (by induction the last
  *   holder before qlock goes free drains). A handler that interrupts H on
  *   H's own thread: before H's unlock its CAS fails and H's later check
  *   (program order) sees its units; after the unlock its CAS succeeds.
- *   A drain takes every unit with one exchange (acquire: pairs with the
- *   release half of the poster's fadd, so what the poster did before the
- *   post happens before the wakee's return, through the flush's WOKEN).
+ *   A drain reads deferred (acquire: pairs with the release half of the
+ *   poster's fadd, so what the poster did before the post happens before
+ *   the wakee's return, through the flush's WOKEN), grants that many
+ *   units and only then subtracts them (release), so a unit is always in
+ *   deferred, in the value or with a waiter: a trywait that reads
+ *   deferred 0 (acquire) and then the value misses none.
  *   What a deferred post gives up: it cannot report EOVERFLOW (a drain
  *   caps the value at WEFT_SEM_VALUE_MAX), and until a drain a trywait
  *   does not see it as value (trywait then takes qlock and drains).
@@ -237,17 +240,28 @@ static int grant_locked(struct wft_sem *s, uint64_t n, struct wft_wake_q *wq, bo
 	}
 }
 
-/* Grant every deferred unit. Context: any, holding qlock. */
+/* Grant every deferred unit. Context: any, holding qlock.
+ * The units stay counted in deferred until they are granted: read, grant,
+ * then subtract. (Exchanging deferred to 0 first left them in neither
+ * deferred nor the value while the grant ran, and a trywait that looked
+ * then returned EAGAIN right after its own thread's post.) qlock makes us
+ * the only drainer and posters only add, so deferred >= d at the
+ * subtraction and what is left is what came in meanwhile. */
 static void drain_locked(struct wft_sem *s, struct wft_wake_q *wq)
 {
-	/* relaxed pre-check: an exchange only when there is something */
-	if (wft_likely(wft_load(&s->deferred, relaxed) == 0))
-		return;
-	/* acquire: pairs with the posters' seq_cst fadd (their release half) */
-	uint32_t d = wft_xchg(&s->deferred, 0, acquire);
+	/* acquire: pairs with the posters' seq_cst fadd (its release half):
+	 * what a poster did before posting happens before the grant, hence
+	 * before the wakee's return (through the flush's WOKEN) */
+	uint32_t d = wft_load(&s->deferred, acquire);
 
-	if (d)
-		(void)grant_locked(s, d, wq, true);
+	if (wft_likely(d == 0))
+		return;
+	(void)grant_locked(s, d, wq, true);
+	/* release: the grant (the value's CAS or store, the claimed records)
+	 * happens before any acquire load of deferred that reads this value
+	 * or a later one (every later write is an RMW, so it continues the
+	 * release sequence): trywait's check relies on it */
+	wft_fsub(&s->deferred, d, release);
 }
 
 /* Take qlock (may wait: not for a poster) and grant deferred units. */
@@ -268,7 +282,7 @@ static void sem_unlock(struct wft_sem *s, struct wft_wake_q *wq)
 		 * before the load below, against the poster's fadd before its
 		 * CAS on qlock */
 		atomic_thread_fence(memory_order_seq_cst);
-		/* relaxed: ordered by the fence; the exchange in drain_locked
+		/* relaxed: ordered by the fence; drain_locked's own load
 		 * acquires */
 		if (wft_load(&s->deferred, relaxed) == 0 || !sem_trylock(s))
 			return;
@@ -444,16 +458,24 @@ int weft_sem_trywait(weft_sem_t *ps)
 		return EINVAL;
 	if (try_take(s))
 		return 0;
-	/* relaxed: a hint; deferred units become value under qlock */
-	if (wft_load(&s->deferred, relaxed) != 0) {
+	/* Deferred units count until granted (drain_locked). Read deferred
+	 * before the value: 0 means every unit deferred before this load
+	 * (our own thread's earlier post included: coherence) was granted,
+	 * and the acquire makes the grant visible to the try_take below; a
+	 * unit in a drainer's hands is still in deferred, and we take qlock,
+	 * which the drainer holds, and look after it is done. (Value first,
+	 * then deferred, could read the value before a grant and deferred
+	 * after it.)
+	 * acquire: pairs with drain_locked's release fetch_sub */
+	if (wft_load(&s->deferred, acquire) != 0) {
 		struct wft_wake_q wq = { 0 };
 
 		sem_lock(s, &wq);
 		sem_unlock(s, &wq);
 		wft_wake_q_flush(&wq);
-		if (try_take(s))
-			return 0;
 	}
+	if (try_take(s))
+		return 0;
 	/* relaxed: a snapshot for the error code */
 	return (wft_load(&s->v, relaxed) & WFT_SEM_DESTROYED) ? EINVAL : EAGAIN;
 }
