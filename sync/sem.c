@@ -119,7 +119,8 @@
  *     poster P (maybe in a handler)        holder H
  *     -----------------------------        --------
  *     fadd deferred += n     (seq_cst)     xchg qlock = 0 (unlock, release)
- *     CAS qlock 0 -> 1       (seq_cst)     fence          (seq_cst)
+ *     CAS qlock 0 -> 1       (seq_cst,     fence          (seq_cst)
+ *                 success and failure)
  *       won: drain, sem_unlock               load deferred
  *       lost: return 0                       != 0: CAS qlock 0 -> 1;
  *                                                 won: drain, repeat
@@ -128,14 +129,18 @@
  *   value that precedes, in qlock's modification order, the unlock U of
  *   some holder H. Then P's CAS is coherence-ordered before U, U is
  *   sequenced before H's seq_cst fence, so P's fadd and CAS precede the
- *   fence in the single total order S, and H's load after the fence sees
+ *   fence in the single total order S (this is where the *failed* CAS
+ *   must be seq_cst: a seq_cst load that read a value older than U is
+ *   ordered before a seq_cst fence that follows U, C11 7.17.3; a relaxed
+ *   failure is not in S at all), and H's load after the fence sees
  *   P's units (or a later value from which a drainer subtracted them,
- *   which it does only after granting them). If H's own retry CAS then fails, a later holder H' took
- *   qlock after U; its unlock is also later than P's CAS in qlock's
- *   order, so the same argument applies to H' (by induction the last
- *   holder before qlock goes free drains). A handler that interrupts H on
- *   H's own thread: before H's unlock its CAS fails and H's later check
- *   (program order) sees its units; after the unlock its CAS succeeds.
+ *   which it does only after granting them). If H's own retry CAS then
+ *   fails, a later holder H' took qlock after U; its unlock is also later
+ *   than P's CAS in qlock's order, so the same argument applies to H'
+ *   (by induction the last holder before qlock goes free drains). A
+ *   handler that interrupts H on H's own thread: before H's unlock its
+ *   CAS fails and H's later check (program order) sees its units; after
+ *   the unlock its CAS succeeds.
  *   A drain reads deferred (acquire: pairs with the release half of the
  *   poster's fadd, so what the poster did before the post happens before
  *   the wakee's return, through the flush's WOKEN), grants that many
@@ -175,15 +180,24 @@ _Static_assert(sizeof(struct wft_sem) <= sizeof(weft_sem_t), "sem fits its publi
 #define sem_of(ps) ((struct wft_sem *)(void *)(ps))
 
 /* One attempt at qlock, never a wait: what a post (maybe in a signal
- * handler) may do. seq_cst: the CAS half of the deferred-post pair (see
- * "Posts from signal handlers"); it also acquires the previous holder's
- * critical section, like wft_slock_lock. */
+ * handler) may do.
+ * seq_cst on success: it acquires the previous holder's critical section,
+ * like wft_slock_lock.
+ * seq_cst on failure too: in post_slow the *failed* CAS is the load half
+ * of the deferred-post pair ("Posts from signal handlers"). The argument
+ * that the holder's post-fence load sees the poster's fadd needs that
+ * load (which read qlock held) in the single total order S; a relaxed
+ * failure is not in S and C11 would allow the holder to read deferred 0
+ * while the poster read qlock 1: units stranded. (Common code generators
+ * emit the same instructions for both, which is why it never showed; the
+ * model is what we argue from.) sem_unlock's retry does not need it and
+ * shares the helper. */
 static inline bool sem_trylock(struct wft_sem *s)
 {
 	uint32_t z = 0;
 
 	return atomic_compare_exchange_strong_explicit(&s->qlock.v, &z, 1,
-			memory_order_seq_cst, memory_order_relaxed);
+			memory_order_seq_cst, memory_order_seq_cst);
 }
 
 /* Give n units under qlock: to queued waiters first (into wq), the rest to
