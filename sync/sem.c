@@ -111,10 +111,23 @@
  *   before it is done (holders call drain_locked() right after taking
  *   qlock and again after every unlock, in sem_unlock()). The rest of a
  *   post is lock-free already: the wake queue's flush CASes mailboxes and
- *   kicks with futex or eventfd syscalls. Workers run with the
- *   asynchronous signals blocked (runtime/init.c), so a handler never runs
- *   on a worker's OS thread, whose runqueue the interrupted code may be
- *   changing; it runs on one of the program's own OS threads.
+ *   kicks with futex or eventfd syscalls.
+ *   Where the handler runs matters. Workers are created with every signal
+ *   blocked except SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS,
+ *   SIGABRT, SIGPIPE, SIGXFSZ, SIGXCPU, SIGPROF and SIGVTALRM
+ *   (wft_sig_worker_set, runtime/segv.c). The handler of any other signal
+ *   runs on one of the program's own OS threads, and that is the case the
+ *   argument below covers. The handler of one of those twelve may run on
+ *   a worker's OS thread (SIGPROF and SIGVTALRM from an interval timer
+ *   go, in practice, to the thread that burns the CPU, often a worker),
+ *   in the middle of its scheduler: a post there whose wakeup is placed
+ *   on that worker does the owner-only runqueue push on top of the push
+ *   or pick it interrupted (lost or doubled threads). Telling that case
+ *   apart is not cheap on the post path, so it is a documented rule
+ *   instead (weft/sync.h, weft_sem(3)): those handlers must not post.
+ *   Nor is a post async-signal-safe with the NO_MAILBOX switch: the wake
+ *   then takes the target worker's rqlock (spinning), and a handler that
+ *   interrupted a holder of that lock on its own OS thread spins forever.
  *
  *     poster P (maybe in a handler)        holder H
  *     -----------------------------        --------
@@ -538,7 +551,9 @@ static int post_common(struct wft_sem *s, unsigned n, struct wft_wake_q *wq)
 }
 
 /*
- * Context: any, including a signal handler. May park: no.
+ * Context: any, including a signal handler (not of a signal that workers
+ * leave unblocked, not with NO_MAILBOX: "Posts from signal handlers").
+ * May park: no.
  * Returns: 0, EINVAL (s NULL or destroyed), EOVERFLOW.
  */
 int weft_sem_post(weft_sem_t *ps)
@@ -554,7 +569,9 @@ int weft_sem_post(weft_sem_t *ps)
 }
 
 /*
- * Context: any, including a signal handler. May park: no.
+ * Context: any, including a signal handler (not of a signal that workers
+ * leave unblocked, not with NO_MAILBOX: "Posts from signal handlers").
+ * May park: no.
  * Returns: 0, EINVAL (s NULL or destroyed, n > WEFT_SEM_VALUE_MAX),
  * EOVERFLOW.
  */
