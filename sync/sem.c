@@ -111,15 +111,29 @@
  *   before it is done (holders call drain_locked() right after taking
  *   qlock and again after every unlock, in sem_unlock()). The rest of a
  *   post is lock-free already: the wake queue's flush CASes mailboxes and
- *   kicks with futex or eventfd syscalls. Workers run with the
- *   asynchronous signals blocked (runtime/init.c), so a handler never runs
- *   on a worker's OS thread, whose runqueue the interrupted code may be
- *   changing; it runs on one of the program's own OS threads.
+ *   kicks with futex or eventfd syscalls.
+ *   Where the handler runs matters. Workers are created with every signal
+ *   blocked except SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS,
+ *   SIGABRT, SIGPIPE, SIGXFSZ, SIGXCPU, SIGPROF and SIGVTALRM
+ *   (wft_sig_worker_set, runtime/segv.c). The handler of any other signal
+ *   runs on one of the program's own OS threads, and that is the case the
+ *   argument below covers. The handler of one of those twelve may run on
+ *   a worker's OS thread (SIGPROF and SIGVTALRM from an interval timer
+ *   go, in practice, to the thread that burns the CPU, often a worker),
+ *   in the middle of its scheduler: a post there whose wakeup is placed
+ *   on that worker does the owner-only runqueue push on top of the push
+ *   or pick it interrupted (lost or doubled threads). Telling that case
+ *   apart is not cheap on the post path, so it is a documented rule
+ *   instead (weft/sync.h, weft_sem(3)): those handlers must not post.
+ *   Nor is a post async-signal-safe with the NO_MAILBOX switch: the wake
+ *   then takes the target worker's rqlock (spinning), and a handler that
+ *   interrupted a holder of that lock on its own OS thread spins forever.
  *
  *     poster P (maybe in a handler)        holder H
  *     -----------------------------        --------
  *     fadd deferred += n     (seq_cst)     xchg qlock = 0 (unlock, release)
- *     CAS qlock 0 -> 1       (seq_cst)     fence          (seq_cst)
+ *     CAS qlock 0 -> 1       (seq_cst,     fence          (seq_cst)
+ *                 success and failure)
  *       won: drain, sem_unlock               load deferred
  *       lost: return 0                       != 0: CAS qlock 0 -> 1;
  *                                                 won: drain, repeat
@@ -128,17 +142,24 @@
  *   value that precedes, in qlock's modification order, the unlock U of
  *   some holder H. Then P's CAS is coherence-ordered before U, U is
  *   sequenced before H's seq_cst fence, so P's fadd and CAS precede the
- *   fence in the single total order S, and H's load after the fence sees
- *   P's units (or 0 because another drainer exchanged them out, which
- *   grants them). If H's own retry CAS then fails, a later holder H' took
- *   qlock after U; its unlock is also later than P's CAS in qlock's
- *   order, so the same argument applies to H' (by induction the last
- *   holder before qlock goes free drains). A handler that interrupts H on
- *   H's own thread: before H's unlock its CAS fails and H's later check
- *   (program order) sees its units; after the unlock its CAS succeeds.
- *   A drain takes every unit with one exchange (acquire: pairs with the
- *   release half of the poster's fadd, so what the poster did before the
- *   post happens before the wakee's return, through the flush's WOKEN).
+ *   fence in the single total order S (this is where the *failed* CAS
+ *   must be seq_cst: a seq_cst load that read a value older than U is
+ *   ordered before a seq_cst fence that follows U, C11 7.17.3; a relaxed
+ *   failure is not in S at all), and H's load after the fence sees
+ *   P's units (or a later value from which a drainer subtracted them,
+ *   which it does only after granting them). If H's own retry CAS then
+ *   fails, a later holder H' took qlock after U; its unlock is also later
+ *   than P's CAS in qlock's order, so the same argument applies to H'
+ *   (by induction the last holder before qlock goes free drains). A
+ *   handler that interrupts H on H's own thread: before H's unlock its
+ *   CAS fails and H's later check (program order) sees its units; after
+ *   the unlock its CAS succeeds.
+ *   A drain reads deferred (acquire: pairs with the release half of the
+ *   poster's fadd, so what the poster did before the post happens before
+ *   the wakee's return, through the flush's WOKEN), grants that many
+ *   units and only then subtracts them (release), so a unit is always in
+ *   deferred, in the value or with a waiter: a trywait that reads
+ *   deferred 0 (acquire) and then the value misses none.
  *   What a deferred post gives up: it cannot report EOVERFLOW (a drain
  *   caps the value at WEFT_SEM_VALUE_MAX), and until a drain a trywait
  *   does not see it as value (trywait then takes qlock and drains).
@@ -172,15 +193,24 @@ _Static_assert(sizeof(struct wft_sem) <= sizeof(weft_sem_t), "sem fits its publi
 #define sem_of(ps) ((struct wft_sem *)(void *)(ps))
 
 /* One attempt at qlock, never a wait: what a post (maybe in a signal
- * handler) may do. seq_cst: the CAS half of the deferred-post pair (see
- * "Posts from signal handlers"); it also acquires the previous holder's
- * critical section, like wft_slock_lock. */
+ * handler) may do.
+ * seq_cst on success: it acquires the previous holder's critical section,
+ * like wft_slock_lock.
+ * seq_cst on failure too: in post_slow the *failed* CAS is the load half
+ * of the deferred-post pair ("Posts from signal handlers"). The argument
+ * that the holder's post-fence load sees the poster's fadd needs that
+ * load (which read qlock held) in the single total order S; a relaxed
+ * failure is not in S and C11 would allow the holder to read deferred 0
+ * while the poster read qlock 1: units stranded. (Common code generators
+ * emit the same instructions for both, which is why it never showed; the
+ * model is what we argue from.) sem_unlock's retry does not need it and
+ * shares the helper. */
 static inline bool sem_trylock(struct wft_sem *s)
 {
 	uint32_t z = 0;
 
 	return atomic_compare_exchange_strong_explicit(&s->qlock.v, &z, 1,
-			memory_order_seq_cst, memory_order_relaxed);
+			memory_order_seq_cst, memory_order_seq_cst);
 }
 
 /* Give n units under qlock: to queued waiters first (into wq), the rest to
@@ -237,17 +267,28 @@ static int grant_locked(struct wft_sem *s, uint64_t n, struct wft_wake_q *wq, bo
 	}
 }
 
-/* Grant every deferred unit. Context: any, holding qlock. */
+/* Grant every deferred unit. Context: any, holding qlock.
+ * The units stay counted in deferred until they are granted: read, grant,
+ * then subtract. (Exchanging deferred to 0 first left them in neither
+ * deferred nor the value while the grant ran, and a trywait that looked
+ * then returned EAGAIN right after its own thread's post.) qlock makes us
+ * the only drainer and posters only add, so deferred >= d at the
+ * subtraction and what is left is what came in meanwhile. */
 static void drain_locked(struct wft_sem *s, struct wft_wake_q *wq)
 {
-	/* relaxed pre-check: an exchange only when there is something */
-	if (wft_likely(wft_load(&s->deferred, relaxed) == 0))
-		return;
-	/* acquire: pairs with the posters' seq_cst fadd (their release half) */
-	uint32_t d = wft_xchg(&s->deferred, 0, acquire);
+	/* acquire: pairs with the posters' seq_cst fadd (its release half):
+	 * what a poster did before posting happens before the grant, hence
+	 * before the wakee's return (through the flush's WOKEN) */
+	uint32_t d = wft_load(&s->deferred, acquire);
 
-	if (d)
-		(void)grant_locked(s, d, wq, true);
+	if (wft_likely(d == 0))
+		return;
+	(void)grant_locked(s, d, wq, true);
+	/* release: the grant (the value's CAS or store, the claimed records)
+	 * happens before any acquire load of deferred that reads this value
+	 * or a later one (every later write is an RMW, so it continues the
+	 * release sequence): trywait's check relies on it */
+	wft_fsub(&s->deferred, d, release);
 }
 
 /* Take qlock (may wait: not for a poster) and grant deferred units. */
@@ -268,7 +309,7 @@ static void sem_unlock(struct wft_sem *s, struct wft_wake_q *wq)
 		 * before the load below, against the poster's fadd before its
 		 * CAS on qlock */
 		atomic_thread_fence(memory_order_seq_cst);
-		/* relaxed: ordered by the fence; the exchange in drain_locked
+		/* relaxed: ordered by the fence; drain_locked's own load
 		 * acquires */
 		if (wft_load(&s->deferred, relaxed) == 0 || !sem_trylock(s))
 			return;
@@ -444,16 +485,24 @@ int weft_sem_trywait(weft_sem_t *ps)
 		return EINVAL;
 	if (try_take(s))
 		return 0;
-	/* relaxed: a hint; deferred units become value under qlock */
-	if (wft_load(&s->deferred, relaxed) != 0) {
+	/* Deferred units count until granted (drain_locked). Read deferred
+	 * before the value: 0 means every unit deferred before this load
+	 * (our own thread's earlier post included: coherence) was granted,
+	 * and the acquire makes the grant visible to the try_take below; a
+	 * unit in a drainer's hands is still in deferred, and we take qlock,
+	 * which the drainer holds, and look after it is done. (Value first,
+	 * then deferred, could read the value before a grant and deferred
+	 * after it.)
+	 * acquire: pairs with drain_locked's release fetch_sub */
+	if (wft_load(&s->deferred, acquire) != 0) {
 		struct wft_wake_q wq = { 0 };
 
 		sem_lock(s, &wq);
 		sem_unlock(s, &wq);
 		wft_wake_q_flush(&wq);
-		if (try_take(s))
-			return 0;
 	}
+	if (try_take(s))
+		return 0;
 	/* relaxed: a snapshot for the error code */
 	return (wft_load(&s->v, relaxed) & WFT_SEM_DESTROYED) ? EINVAL : EAGAIN;
 }
@@ -502,7 +551,9 @@ static int post_common(struct wft_sem *s, unsigned n, struct wft_wake_q *wq)
 }
 
 /*
- * Context: any, including a signal handler. May park: no.
+ * Context: any, including a signal handler (not of a signal that workers
+ * leave unblocked, not with NO_MAILBOX: "Posts from signal handlers").
+ * May park: no.
  * Returns: 0, EINVAL (s NULL or destroyed), EOVERFLOW.
  */
 int weft_sem_post(weft_sem_t *ps)
@@ -518,7 +569,9 @@ int weft_sem_post(weft_sem_t *ps)
 }
 
 /*
- * Context: any, including a signal handler. May park: no.
+ * Context: any, including a signal handler (not of a signal that workers
+ * leave unblocked, not with NO_MAILBOX: "Posts from signal handlers").
+ * May park: no.
  * Returns: 0, EINVAL (s NULL or destroyed, n > WEFT_SEM_VALUE_MAX),
  * EOVERFLOW.
  */

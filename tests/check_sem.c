@@ -13,6 +13,10 @@
  *            waiter granted by a post_wq does not touch the semaphore
  *            destroyed before the flush (regression: use after free)
  * os_thread  OS threads wait for weft posts and the reverse
+ * own_post   a thread's own post, then its trywait, finds the unit while
+ *            other threads hold qlock and drain deferred posts (regression:
+ *            EAGAIN while a drainer had exchanged deferred to 0 but not
+ *            yet added the units to the value)
  */
 #include "tests/sync_common.h"
 
@@ -644,6 +648,116 @@ START_TEST(test_wakeq_remote_fifo)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* own_post: posters take turns (a mutex around each post + trywait pair),
+ * timed waiters with tiny deadlines keep WAITERS set and qlock busy, so
+ * posts defer and holders drain.
+ *
+ * Why any value seen by a poster after its pair is a failure: posters are
+ * the only posters and at most one is between its post and its trywait.
+ * A correct trywait returns EAGAIN only at a moment when no unit is
+ * available (value 0, nothing deferred), i.e. when every unit posted so
+ * far was taken by a waiter or a trywait; so after each pair no unit is
+ * left anywhere and the value is 0. A trywait that misses a unit in a
+ * drainer's hands returns EAGAIN and leaves the unit behind: the poster
+ * then sees value 1, unless a waiter takes it first (which the counts at
+ * the end cannot tell from a correct run: the leftover check is the one
+ * that catches it). */
+struct op {
+	weft_sem_t s;
+	weft_mutex_t m;
+	int nweft;
+	uint64_t seed;
+	weft_time_t end;
+	_Atomic int posters_left;
+	_Atomic long pairs, eagain, got, timeouts, leftover;
+};
+
+static void op_body(int idx, void *arg)
+{
+	struct op *o = arg;
+	uint64_t rng = o->seed + (uint64_t)idx * 0x9E3779B97F4A7C15ull;
+
+	if (idx < 2 || (idx >= o->nweft && idx < o->nweft + 2)) {
+		while (weft_now_ns() < o->end) {
+			int rc, v = 0;
+
+			WT_CHECK(weft_mutex_lock(&o->m) == 0);
+			WT_CHECK(weft_sem_post(&o->s) == 0);
+			rc = weft_sem_trywait(&o->s);
+			WT_CHECK(rc == 0 || rc == EAGAIN);
+			if (rc == EAGAIN) {
+				atomic_fetch_add(&o->eagain, 1);
+				/* a missed unit shows up once its drainer is
+				 * done: look for a few microseconds */
+				weft_time_t until = weft_now_ns() + 5000;
+
+				do
+					WT_CHECK(weft_sem_getvalue(&o->s, &v) == 0);
+				while (v == 0 && weft_now_ns() < until);
+			} else {
+				WT_CHECK(weft_sem_getvalue(&o->s, &v) == 0);
+			}
+			if (v != 0)
+				atomic_fetch_add(&o->leftover, 1);
+			WT_CHECK(weft_mutex_unlock(&o->m) == 0);
+			atomic_fetch_add(&o->pairs, 1);
+			if ((wt_rand(&rng) & 7) == 0)
+				weft_yield();
+		}
+		atomic_fetch_sub(&o->posters_left, 1);
+		return;
+	}
+	while (atomic_load(&o->posters_left) > 0) {
+		uint64_t d = (wt_rand(&rng) & 1) ? 1 : wt_rand(&rng) % 20000;
+		int rc = weft_sem_timedwait(&o->s, weft_now_ns() + d);
+
+		WT_CHECK(rc == 0 || rc == ETIMEDOUT);
+		if (rc == 0)
+			atomic_fetch_add(&o->got, 1);
+		else
+			atomic_fetch_add(&o->timeouts, 1);
+	}
+}
+
+START_TEST(test_own_post_trywait)
+{
+	struct op *o = calloc(1, sizeof(*o));
+	int v;
+
+	ck_assert_ptr_nonnull(o);
+	wt_init(_i);
+	o->seed = wt_seed();
+	ck_assert_int_eq(weft_sem_init(&o->s, 0), 0);
+	ck_assert_int_eq(weft_mutex_init(&o->m), 0);
+	/* 4 weft + 10 OS threads (OS waiters get preempted mid-drain on a
+	 * small machine: it widens the window); posters: the first 2 of each
+	 * kind */
+	o->nweft = 4;
+	atomic_store(&o->posters_left, 4);
+	o->end = weft_now_ns() + (weft_time_t)(wt_stress_seconds() * 1e9);
+	sc_run(o->nweft, 10, op_body, o);
+	wt_assert_no_failure();
+	ck_assert_int_eq(weft_sem_getvalue(&o->s, &v), 0);
+	long eagain = atomic_load(&o->eagain), got = atomic_load(&o->got);
+	long leftover = atomic_load(&o->leftover);
+
+	printf("own_post[%s]: pairs=%ld eagain=%ld got=%ld timeouts=%ld "
+	       "leftover=%ld value=%d\n", wt_configs[_i].name,
+	       atomic_load(&o->pairs), eagain, got, atomic_load(&o->timeouts),
+	       leftover, v);
+	/* a poster saw a unit left behind by its own trywait's EAGAIN */
+	ck_assert_int_eq(leftover, 0);
+	ck_assert_int_eq(v, 0);
+	/* every EAGAIN is a unit some waiter took */
+	ck_assert_int_eq(eagain, got);
+	ck_assert_int_eq(weft_sem_destroy(&o->s), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&o->m), 0);
+	free(o);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sem_suite(void)
 {
 	Suite *s = suite_create("sem");
@@ -670,6 +784,9 @@ static Suite *sem_suite(void)
 
 	tc = wt_tcase(s, "os_thread", 20);
 	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);
+
+	tc = wt_tcase(s, "own_post", 60);
+	tcase_add_loop_test(tc, test_own_post_trywait, 0, wt_nconfigs);
 	return s;
 }
 

@@ -195,10 +195,18 @@ WEFT_API int weft_sem_timedwait(weft_sem_t *s, weft_time_t deadline);
  * waits for the semaphore's internal lock; while another thread (or the
  * very thread the handler interrupted) holds it, the units go to a
  * lock-free deferred count that the holder grants before it lets go. Such
- * a deferred post cannot report EOVERFLOW (the value is capped). No other
- * weft_sem_* call is async-signal-safe. Every call on a destroyed
- * semaphore returns EINVAL until weft_sem_init. Context: any, including a
- * signal handler. */
+ * a deferred post cannot report EOVERFLOW (the value is capped). Not from
+ * every handler: the workers leave SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP, SIGSYS, SIGABRT, SIGPIPE, SIGXFSZ, SIGXCPU, SIGPROF and
+ * SIGVTALRM unblocked, so a handler of one of those may run on a worker's
+ * OS thread in the middle of its scheduler, and a post from it is not
+ * safe (nor is any other weft call). With the NO_MAILBOX feature switch a
+ * post takes a worker's runqueue lock and is not async-signal-safe from
+ * any handler. The handlers of all other signals run on the program's own
+ * OS threads (the workers block them) and may post. No other weft_sem_*
+ * call is async-signal-safe. Every call on a destroyed semaphore returns
+ * EINVAL until weft_sem_init. Context: any, including a signal handler
+ * within the limits above. */
 WEFT_API int weft_sem_post(weft_sem_t *s);
 
 /* Add n units: up to n waiters are granted one each and woken in one batch
