@@ -15,12 +15,15 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <threads.h>
 #include <time.h>
@@ -46,6 +49,30 @@ static long elapsed_ms(const struct timespec *a, clockid_t clk)
 	struct timespec b;
 	clock_gettime(clk, &b);
 	return (b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/* Waits (at most 5 s) until thread tid sleeps in a futex call on a word
+ * inside [obj, obj + size): /proc/self/task/TID/syscall shows the syscall
+ * a blocked thread is in and its arguments. Returns 1 when it does. */
+static int blocked_in(pid_t tid, const void *obj, size_t size)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	for (int i = 0; i < 25000; i++) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			long nr;
+			unsigned long addr;
+			int ok = fgets(buf, sizeof buf, f) &&
+				 sscanf(buf, "%ld %lx", &nr, &addr) == 2 && nr == SYS_futex &&
+				 addr >= (uintptr_t)obj && addr < (uintptr_t)obj + size;
+			fclose(f);
+			if (ok)
+				return 1;
+		}
+		usleep(200);
+	}
+	return 0;
 }
 
 static const char *lib_of(void *fn)
@@ -461,6 +488,88 @@ START_TEST(test_cond_errors_timeouts)
 	ck_assert_int_eq(pthread_cond_destroy(&cm), 0);
 	ck_assert_int_eq(pthread_cond_signal(&c), 0);
 	ck_assert_int_eq(pthread_cond_broadcast(&c), 0);
+}
+END_TEST
+
+/* A timed waiter that a broadcast moved onto the mutex word, and whose
+ * deadline passes while the mutex is still held, was chosen by the
+ * broadcast before its deadline: the wait returns 0 (POSIX: ETIMEDOUT only
+ * when the time passes before the cond is signalled or broadcast). A plain
+ * waiter sleeps first, so the broadcast wakes it and requeues the timed
+ * one; the broadcaster then holds the mutex past the deadline. */
+struct rq {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	struct timespec deadline;
+	atomic_int tid[2];
+	int go;
+};
+
+static void *rq_plain(void *p)
+{
+	struct rq *q = p;
+	pthread_mutex_lock(&q->m);
+	atomic_store(&q->tid[0], gettid());
+	while (!q->go)
+		pthread_cond_wait(&q->c, &q->m);
+	pthread_mutex_unlock(&q->m);
+	return NULL;
+}
+
+static void *rq_timed(void *p)
+{
+	struct rq *q = p;
+	int r = 0;
+	pthread_mutex_lock(&q->m);
+	atomic_store(&q->tid[1], gettid());
+	/* the usual "if it timed out, give up" caller */
+	while (!q->go && r == 0)
+		r = pthread_cond_timedwait(&q->c, &q->m, &q->deadline);
+	pthread_mutex_unlock(&q->m);
+	return (void *)(long)r;
+}
+
+START_TEST(test_cond_requeued_timeout)
+{
+	for (int round = 0;; round++) {
+		struct rq q = { .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
+		pthread_t t[2];
+		pthread_create(&t[0], NULL, rq_plain, &q);
+		while (!atomic_load(&q.tid[0]))
+			usleep(100);
+		ck_assert(blocked_in(atomic_load(&q.tid[0]), &q.c, sizeof q.c));
+		q.deadline = in_ms(CLOCK_REALTIME, 300);
+		pthread_create(&t[1], NULL, rq_timed, &q);
+		while (!atomic_load(&q.tid[1]))
+			usleep(100);
+		ck_assert(blocked_in(atomic_load(&q.tid[1]), &q.c, sizeof q.c));
+		pthread_mutex_lock(&q.m);
+		q.go = 1;
+		pthread_cond_broadcast(&q.c);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		int in_time = now.tv_sec < q.deadline.tv_sec ||
+			      (now.tv_sec == q.deadline.tv_sec && now.tv_nsec < q.deadline.tv_nsec);
+		/* hold the mutex until 100 ms past the deadline */
+		struct timespec until = q.deadline;
+		until.tv_nsec += 100000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &until, NULL) == EINTR)
+			;
+		pthread_mutex_unlock(&q.m);
+		void *ret;
+		pthread_join(t[0], NULL);
+		pthread_join(t[1], &ret);
+		ck_assert_int_eq(pthread_cond_destroy(&q.c), 0);
+		if (!in_time && round < 5)
+			continue; /* the machine was too slow to broadcast in time */
+		ck_assert_msg(in_time, "broadcast never came before the deadline");
+		ck_assert_int_eq((long)ret, 0);
+		break;
+	}
 }
 END_TEST
 
@@ -1080,6 +1189,7 @@ int main(void)
 	tcase_add_test(tc, test_cond_broadcast);
 	tcase_add_test(tc, test_cond_signal);
 	tcase_add_test(tc, test_cond_errors_timeouts);
+	tcase_add_test(tc, test_cond_requeued_timeout);
 	tcase_add_test(tc, test_cond_cancel);
 	tcase_add_test(tc, test_cond_robust_owner_dead);
 	suite_add_tcase(s, tc);

@@ -108,6 +108,19 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 	r = wp_futex_wait(&c->seq, seq, abs, clk, 0);
 	pthread_setcanceltype(oldtype, NULL);
 	pthread_cleanup_pop(0);
+	/* ETIMEDOUT from the kernel does not prove that no wake chose this
+	 * thread: a broadcast may have requeued it onto the mutex word before
+	 * the deadline, and the kernel keeps the deadline across the requeue,
+	 * so the timer can fire while the mutex is still held. A seq that moved
+	 * since our read means a signal or broadcast came after this wait
+	 * began: answer 0 then (at worst a spurious wakeup, which POSIX
+	 * allows). Read before the waiters decrement: after it the cond may be
+	 * destroyed. relaxed: seq is only compared with our own earlier read;
+	 * a broadcast that requeued us bumped seq before its requeue syscall,
+	 * and the futex calls order that bump before our return from the
+	 * wait, so a requeued waiter always sees the change. */
+	if (r == ETIMEDOUT && __atomic_load_n(&c->seq, __ATOMIC_RELAXED) != seq)
+		r = 0;
 	/* release: see wait_cancelled */
 	__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE);
 	wp_count(WP_COND, WP_ACQ);
@@ -115,7 +128,6 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 	int le = wp_mutex_relock(m);
 	if (le)
 		return le;
-	/* ETIMEDOUT from the kernel means no wake chose this thread */
 	return r == ETIMEDOUT ? ETIMEDOUT : 0;
 }
 
