@@ -75,6 +75,50 @@ static int blocked_in(pid_t tid, const void *obj, size_t size)
 	return 0;
 }
 
+/* True when our locks are in use (the suite also runs with WEFT_PRELOAD=off:
+ * then glibc answers, and a test that needs our futex calls says so). */
+static int preload_on(void)
+{
+	const char *s = getenv("WEFT_PRELOAD");
+	return !(s && (!strcmp(s, "off") || !strcmp(s, "0")));
+}
+
+/* ---- a hook in syscall(): the preload makes its futex calls through
+ * syscall(), which this executable defines (the executable comes first in
+ * the lookup order), so a test can stop a thread just before or just after
+ * a futex operation and open a race window deterministically. glibc makes
+ * its own futex calls inline: under WEFT_PRELOAD=off no hook runs. ---- */
+
+typedef void (*syscall_hook_fn)(long nr, const long *a, int after, long ret);
+static _Atomic(syscall_hook_fn) syscall_hook;
+static long (*_Atomic real_syscall)(long, ...);
+
+__attribute__((visibility("default"))) long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	long (*real)(long, ...) = atomic_load(&real_syscall);
+	if (!real) {
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+		atomic_store(&real_syscall, real);
+	}
+	syscall_hook_fn h = atomic_load(&syscall_hook);
+	if (h)
+		h(nr, a, 0, 0);
+	long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	h = atomic_load(&syscall_hook);
+	if (h) {
+		int saved = errno;
+		h(nr, a, 1, r);
+		errno = saved;
+	}
+	return r;
+}
+
 static const char *lib_of(void *fn)
 {
 	Dl_info di;
@@ -570,6 +614,97 @@ START_TEST(test_cond_requeued_timeout)
 		ck_assert_int_eq((long)ret, 0);
 		break;
 	}
+}
+END_TEST
+
+/* One cond, two mutexes: the first waiter with the second mutex (X) reads
+ * seq after a broadcast's increment and sleeps before the broadcast's
+ * requeue, so the kernel moves it onto the first mutex's (A) word. The
+ * syscall hook holds the broadcaster just before its FUTEX_CMP_REQUEUE
+ * while WX (on X) and then WA3 (on A) go to sleep on the cond; WA0 (on A)
+ * sleeps first and is the one the broadcast wakes. Every waiter must come
+ * back: WX with X, WA0 and WA3 with A (a sleeper left on A's word stays
+ * there, since A is then free and nothing unlocks it with 2 in it). */
+struct mix {
+	pthread_mutex_t a, x;
+	pthread_cond_t c;
+	atomic_int tid[3], gate[3], done[3];
+	atomic_int fired, hook_fail;
+};
+static struct mix mix;
+
+static void *mix_waiter(void *p)
+{
+	long i = (long)p;
+	pthread_mutex_t *m = i == 1 ? &mix.x : &mix.a;
+	atomic_store(&mix.tid[i], gettid());
+	while (!atomic_load(&mix.gate[i]))
+		usleep(100);
+	pthread_mutex_lock(m);
+	pthread_cond_wait(&mix.c, m); /* once: a return is what is tested */
+	pthread_mutex_unlock(m);
+	atomic_store(&mix.done[i], 1);
+	return NULL;
+}
+
+static void mix_hook(long nr, const long *a, int after, long ret)
+{
+	(void)ret;
+	if (nr != SYS_futex || after || (a[1] & FUTEX_CMD_MASK) != FUTEX_CMP_REQUEUE ||
+	    (void *)a[0] != (void *)&mix.c || atomic_exchange(&mix.fired, 1))
+		return;
+	for (int i = 1; i <= 2; i++) {
+		atomic_store(&mix.gate[i], 1);
+		if (!blocked_in(atomic_load(&mix.tid[i]), &mix.c, sizeof mix.c))
+			atomic_store(&mix.hook_fail, 1);
+	}
+}
+
+START_TEST(test_cond_mixed_requeue)
+{
+	pthread_mutex_init(&mix.a, NULL);
+	pthread_mutex_init(&mix.x, NULL);
+	pthread_cond_init(&mix.c, NULL);
+	pthread_t t[3];
+	for (long i = 0; i < 3; i++) {
+		pthread_create(&t[i], NULL, mix_waiter, (void *)i);
+		while (!atomic_load(&mix.tid[i]))
+			usleep(100);
+	}
+	atomic_store(&mix.gate[0], 1);
+	ck_assert(blocked_in(atomic_load(&mix.tid[0]), &mix.c, sizeof mix.c));
+	atomic_store(&syscall_hook, mix_hook);
+	/* "unlock, then broadcast": the broadcaster holds no mutex */
+	pthread_cond_broadcast(&mix.c);
+	atomic_store(&syscall_hook, NULL);
+	int fired = atomic_load(&mix.fired);
+	if (preload_on())
+		ck_assert_msg(fired, "the broadcast made no FUTEX_CMP_REQUEUE");
+	ck_assert_int_eq(atomic_load(&mix.hook_fail), 0);
+	if (!fired) {
+		/* glibc: WX and WA3 wait from now on; wake them */
+		atomic_store(&mix.gate[1], 1);
+		atomic_store(&mix.gate[2], 1);
+	}
+	int lost = 0;
+	for (int i = 0; i < 3; i++) {
+		int k = 0;
+		while (!atomic_load(&mix.done[i]) && k++ < 2000) {
+			if (!fired && k % 10 == 0)
+				pthread_cond_broadcast(&mix.c);
+			usleep(1000);
+		}
+		if (!atomic_load(&mix.done[i])) {
+			lost |= 1 << i;
+			/* let the test end: wake whatever sleeps on A's word */
+			atomic_load(&real_syscall)(SYS_futex, &mix.a, FUTEX_WAKE_PRIVATE, INT_MAX,
+						   NULL, NULL, 0);
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_msg(lost == 0, "waiters left asleep (bit 0: WA0, 1: WX, 2: WA3): %#x", lost);
+	ck_assert_int_eq(pthread_cond_destroy(&mix.c), 0);
 }
 END_TEST
 
@@ -1190,6 +1325,7 @@ int main(void)
 	tcase_add_test(tc, test_cond_signal);
 	tcase_add_test(tc, test_cond_errors_timeouts);
 	tcase_add_test(tc, test_cond_requeued_timeout);
+	tcase_add_test(tc, test_cond_mixed_requeue);
 	tcase_add_test(tc, test_cond_cancel);
 	tcase_add_test(tc, test_cond_robust_owner_dead);
 	suite_add_tcase(s, tc);

@@ -18,11 +18,17 @@
  * unlock that finds 2 there. The one sleeper the broadcast wakes re-takes
  * the mutex with xchg(2) (wp_mutex_relock), and so does every requeued
  * sleeper after it, so the 2 stays until the last one unlocks. Requeue is
- * used only when every waiter since the cond was last idle used the same
- * mutex of ours (otherwise WP_COND_MIXED is set, sticky, and broadcast
- * wakes all): a waiter that records a different mutex sets MIXED before it
- * can sleep, and the broadcaster reads MIXED after its seq++, so a sleeper
- * with another mutex is never requeued onto the wrong word.
+ * used only while every waiter since pthread_cond_init used the same mutex
+ * of ours: the first waiter records its mutex in c->mutex, and a waiter
+ * with another mutex sets WP_COND_MIXED before it can sleep. MIXED is
+ * sticky (only init clears it, and c->mutex too): from then on broadcast
+ * wakes all. A waiter with another mutex that read seq before the
+ * broadcaster's seq++ sleeps on the old value, which the requeue's compare
+ * does not move; one that read it after, and queued before the requeue,
+ * is moved onto the wrong word: the broadcaster reads MIXED again after a
+ * successful requeue and then wakes every sleeper on that word (see
+ * wp_cond_broadcast). c->mutex is never cleared, so the first mutex must
+ * outlive the cond's last broadcast and destroy.
  */
 #include "config.h"
 
@@ -150,8 +156,28 @@ int wp_cond_broadcast(struct wp_cond *c)
 	struct wp_mutex *m = __atomic_load_n(&c->mutex, __ATOMIC_SEQ_CST);
 	unsigned flags = __atomic_load_n(&c->flags, __ATOMIC_SEQ_CST);
 	if (m && !(flags & WP_COND_MIXED) && !wp_mutex_is_glibc(m) &&
-	    wp_futex_requeue(&c->seq, 1, (unsigned *)&m->lock, s) == 0)
+	    wp_futex_requeue(&c->seq, 1, (unsigned *)&m->lock, s) == 0) {
+		/* The flags load above does not cover a waiter with another
+		 * mutex X that reads seq after our increment (so it sleeps on
+		 * s, which the requeue compares equal), sets MIXED after that
+		 * load, and queues before our requeue: the kernel then moved it
+		 * onto m's word. Nothing would wake it there (m may well be
+		 * free), and the unlock chain of the m-waiters breaks when it is
+		 * woken and takes X instead of m: sleepers left on m's word for
+		 * good. So look again. Such a waiter did its fetch_or(MIXED)
+		 * before its futex_wait queued it, and our requeue found it
+		 * queued: both took the futex hash-bucket lock, so the fetch_or
+		 * happens before this load and we see MIXED. seq_cst: the same
+		 * Dekker pairing as the first load. Waking everything on m's
+		 * word is then safe: requeued m-waiters re-take m with xchg(2)
+		 * (which rebuilds the chain of wakes), a requeued X-waiter goes
+		 * back to X, and plain lockers of m just retry. A waiter with
+		 * another mutex that queues after our requeue sleeps on seq and
+		 * is not moved. */
+		if (__atomic_load_n(&c->flags, __ATOMIC_SEQ_CST) & WP_COND_MIXED)
+			wp_futex_wake((unsigned *)&m->lock, INT_MAX, 0);
 		return 0;
+	}
 	wp_futex_wake(&c->seq, INT_MAX, 0);
 	return 0;
 }
