@@ -64,15 +64,37 @@ int wp_cond_init_clock(struct wp_cond *c, int mono)
 struct cleanup {
 	struct wp_cond *c;
 	struct wp_mutex *m;
+	unsigned seq;       /* the value the waiter read and slept on */
 };
 
 /* Cancellation in the wait: leave the waiters count and re-take the mutex,
- * as POSIX requires before the cleanup handlers run. */
+ * as POSIX requires before the cleanup handlers run.
+ *
+ * POSIX also forbids a cancelled waiter to consume a signal while other
+ * threads are blocked on the cond. The cancel can act after a signal's
+ * FUTEX_WAKE(1) chose this thread (the futex returned, and the cancel type
+ * is still asynchronous), or the wake and the cancel can race in the
+ * kernel; the other sleepers would then sleep on with the predicate true.
+ * So when seq moved since our read, a signal or broadcast came during this
+ * wait and may have been ours: pass it on (seq++ and wake one), as glibc
+ * sends a replacement signal. When the wake did not choose us, the extra
+ * one is a spurious wakeup for someone, which POSIX allows. */
 static void wait_cancelled(void *arg)
 {
 	struct cleanup *cl = arg;
+	struct wp_cond *c = cl->c;
+	/* seq_cst, like the waiter's read: a signal whose wake chose this
+	 * thread bumped seq before its futex call, and the kernel's wake
+	 * orders that bump before our futex return, so we see the change.
+	 * Done before the waiters decrement: after it the cond may be
+	 * destroyed. The increment is seq_cst as in wp_cond_signal, so that
+	 * a waiter that reads seq later sleeps on the new value. */
+	if (__atomic_load_n(&c->seq, __ATOMIC_SEQ_CST) != cl->seq) {
+		__atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
+		wp_futex_wake(&c->seq, 1, 0);
+	}
 	/* release: our reads of the cond are done; pairs with destroy's acquire */
-	__atomic_fetch_sub(&cl->c->waiters, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE);
 	wp_mutex_relock(cl->m);
 }
 
@@ -107,7 +129,7 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 		return e;
 	}
 	wp_count(WP_COND, WP_PARKS);
-	struct cleanup cl = { c, m };
+	struct cleanup cl = { c, m, seq };
 	int r, oldtype;
 	pthread_cleanup_push(wait_cancelled, &cl);
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
