@@ -114,6 +114,9 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 	unsigned seq = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&c->waiters, 1, __ATOMIC_SEQ_CST);
 	struct wp_mutex *cur = __atomic_load_n(&c->mutex, __ATOMIC_SEQ_CST);
+	/* A failed CAS NULL -> m would set MIXED even if the winner recorded
+	 * m too; it cannot happen for the same m, since the waiters with m
+	 * run this under m, one at a time. */
 	if (cur != m) {
 		struct wp_mutex *expect = NULL;
 		if (cur != NULL || wp_mutex_is_glibc(m) ||
@@ -227,7 +230,9 @@ WP_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
 /* Wakes every waiter and waits for them to leave the cond, so that the
  * memory may be freed on return (glibc waits too). Requeued waiters sleep
  * on the mutex word: they are woken there as well and re-sleep on the
- * mutex without touching the cond again. */
+ * mutex without touching the cond again. c->mutex is the first mutex ever
+ * used with the cond (never cleared, MIXED or not): it is read here when
+ * waiters remain, so it must still be valid (docs/preload.md says so). */
 WP_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 {
 	if (OFF(c))

@@ -37,8 +37,15 @@ static void rw_wake(struct wp_rwlock *r)
 
 static int rd_may_pass(struct wp_rwlock *r)
 {
-	/* relaxed: a hint only; the state CAS is what decides */
-	if (__atomic_load_n(&r->wwait, __ATOMIC_RELAXED) == 0)
+	/* seq_cst, not a mere hint: a reader that sees a waiting writer goes
+	 * to sleep on an unchanged state, and when that writer times out the
+	 * only wake it gets comes from the Dekker pairing of rd_lock's
+	 * nwait++ then this load with wr_lock's wwait-- then rw_wake's nwait
+	 * load (all four seq_cst, so that one side sees the other; a relaxed
+	 * load here is allowed by C11 to miss the decrement while the writer
+	 * misses our nwait++). On the fast path (before nwait++) it costs
+	 * nothing more: a plain load on x86, an LDAR on AArch64. */
+	if (__atomic_load_n(&r->wwait, __ATOMIC_SEQ_CST) == 0)
 		return 1;
 	return rd_held > 0 && r->flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
 }
