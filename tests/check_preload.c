@@ -1047,6 +1047,100 @@ START_TEST(test_rwlock_basic)
 }
 END_TEST
 
+/* A reader held back by a waiting writer sleeps; when that writer times
+ * out, the reader must get in. The hooks build the tight interleaving: the
+ * writer's futex wait has timed out, the last reader leaves (state 0), the
+ * new reader sees the writer still waiting and is stopped just before its
+ * futex wait; then the writer gives up (wwait--, its wake) and only then
+ * the reader's futex call runs. */
+static struct rwl {
+	pthread_rwlock_t rw;
+	atomic_int wr_timed_out, reader_parked, wr_done, rd_done, tid_r, armed_w, armed_r;
+	atomic_int hook_fail;
+} rwl;
+
+static int spin_until(atomic_int *flag)
+{
+	for (int k = 0; k < 5000; k++) {
+		if (atomic_load(flag))
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static void rwl_hook(long nr, const long *a, int after, long ret)
+{
+	if (nr != SYS_futex || (a[1] & FUTEX_CMD_MASK) != FUTEX_WAIT_BITSET ||
+	    (uintptr_t)a[0] < (uintptr_t)&rwl.rw ||
+	    (uintptr_t)a[0] >= (uintptr_t)&rwl.rw + sizeof rwl.rw)
+		return;
+	if (after && ret == -1 && errno == ETIMEDOUT && atomic_exchange(&rwl.armed_w, 0)) {
+		/* the writer: timed out, not yet given up */
+		atomic_store(&rwl.wr_timed_out, 1);
+		if (!spin_until(&rwl.reader_parked))
+			atomic_store(&rwl.hook_fail, 1);
+	} else if (!after && gettid() == atomic_load(&rwl.tid_r) &&
+		   atomic_exchange(&rwl.armed_r, 0)) {
+		/* the reader, about to sleep */
+		atomic_store(&rwl.reader_parked, 1);
+		if (!spin_until(&rwl.wr_done))
+			atomic_store(&rwl.hook_fail, 1);
+	}
+}
+
+static void *rwl_writer(void *p)
+{
+	struct timespec d = in_ms(CLOCK_MONOTONIC, 100);
+	int e = pthread_rwlock_clockwrlock(&rwl.rw, CLOCK_MONOTONIC, &d);
+	atomic_store(&rwl.wr_done, 1);
+	return (void *)(long)e;
+}
+
+static void *rwl_reader(void *p)
+{
+	atomic_store(&rwl.tid_r, gettid());
+	pthread_rwlock_rdlock(&rwl.rw);
+	pthread_rwlock_unlock(&rwl.rw);
+	atomic_store(&rwl.rd_done, 1);
+	return NULL;
+}
+
+START_TEST(test_rwlock_writer_timeout_wakes_reader)
+{
+	pthread_rwlock_init(&rwl.rw, NULL);
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rwl.rw), 0);
+	atomic_store(&rwl.armed_w, 1);
+	atomic_store(&rwl.armed_r, 1);
+	atomic_store(&syscall_hook, rwl_hook);
+	pthread_t w, r;
+	pthread_create(&w, NULL, rwl_writer, NULL);
+	if (preload_on())
+		ck_assert_msg(spin_until(&rwl.wr_timed_out), "the writer's wait never timed out");
+	else
+		spin_until(&rwl.wr_done); /* glibc: no hook; the writer just times out */
+	ck_assert_int_eq(pthread_rwlock_unlock(&rwl.rw), 0);
+	pthread_create(&r, NULL, rwl_reader, NULL);
+	void *ret;
+	pthread_join(w, &ret);
+	ck_assert_int_eq((long)ret, ETIMEDOUT);
+	int k = 0;
+	while (!atomic_load(&rwl.rd_done) && k++ < 2000)
+		usleep(1000);
+	int stuck = !atomic_load(&rwl.rd_done);
+	if (stuck) /* let the test end: wake the sleeper wherever it sleeps */
+		for (int i = 0; i < 14; i++)
+			atomic_load(&real_syscall)(SYS_futex, (unsigned *)&rwl.rw + i,
+						   FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	pthread_join(r, NULL);
+	atomic_store(&syscall_hook, NULL);
+	ck_assert_int_eq(atomic_load(&rwl.hook_fail), 0);
+	if (preload_on())
+		ck_assert_int_eq(atomic_load(&rwl.reader_parked), 1);
+	ck_assert_msg(!stuck, "the reader slept on after the waiting writer timed out");
+}
+END_TEST
+
 /* Writers do not starve: two readers keep the lock read-held in
  * overlapping turns; a writer still gets in within a bound. */
 static pthread_rwlock_t starve_rw = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
@@ -1436,6 +1530,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_rwlock_basic);
 	tcase_add_test(tc, test_rwlock_writer_progress);
+	tcase_add_test(tc, test_rwlock_writer_timeout_wakes_reader);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("other");
 	tcase_set_timeout(tc, 60);

@@ -12,8 +12,14 @@
  * futex_wait(state, the value it saw); an unlocker changes state and then
  * reads nwait (both seq_cst), so either the unlocker sees the sleeper and
  * wakes all, or the sleeper's futex_wait sees the new state and returns.
- * A writer that gives up (timeout) wakes all sleepers too, since readers
- * may be waiting only because of it.
+ * A reader held back only by a waiting writer (state has no writer bit)
+ * sleeps on wwait instead, with the value it read: the writer's wake when
+ * it stops waiting (it got the lock or timed out) changes no bit of state,
+ * so a reader that read state and wwait just before and then slept on the
+ * unchanged state would miss it for good (state 0, nobody left to change
+ * it). Every wwait-- is followed by a wake of the wwait word when nwait
+ * says someone sleeps (the same seq_cst pairing), and a reader whose
+ * futex_wait comes after the decrement finds wwait changed and retries.
  */
 #include "config.h"
 
@@ -38,13 +44,13 @@ static void rw_wake(struct wp_rwlock *r)
 static int rd_may_pass(struct wp_rwlock *r)
 {
 	/* seq_cst, not a mere hint: a reader that sees a waiting writer goes
-	 * to sleep on an unchanged state, and when that writer times out the
-	 * only wake it gets comes from the Dekker pairing of rd_lock's
-	 * nwait++ then this load with wr_lock's wwait-- then rw_wake's nwait
-	 * load (all four seq_cst, so that one side sees the other; a relaxed
-	 * load here is allowed by C11 to miss the decrement while the writer
-	 * misses our nwait++). On the fast path (before nwait++) it costs
-	 * nothing more: a plain load on x86, an LDAR on AArch64. */
+	 * to sleep (on wwait, see rd_lock), and the wake it gets when that
+	 * writer stops waiting comes from the Dekker pairing of rd_lock's
+	 * nwait++ then its wwait load with wr_lock's wwait-- then nwait load
+	 * (all four seq_cst, so that one side sees the other; C11 allows a
+	 * relaxed load to miss the decrement while the writer misses our
+	 * nwait++). rd_lock decides with its own seq_cst load of wwait; this
+	 * one must agree with it. On x86 a plain load, on AArch64 an LDAR. */
 	if (__atomic_load_n(&r->wwait, __ATOMIC_SEQ_CST) == 0)
 		return 1;
 	return rd_held > 0 && r->flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
@@ -81,13 +87,30 @@ static int rd_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 	if ((e = wp_check_abstime(abs)))
 		return e;
 	for (;;) {
-		/* seq_cst: the Dekker pairing with the unlocker */
+		/* seq_cst: the Dekker pairing with the unlocker and with the
+		 * writer's wwait-- (top of file) */
 		__atomic_fetch_add(&r->nwait, 1, __ATOMIC_SEQ_CST);
 		unsigned s = __atomic_load_n(&r->state, __ATOMIC_SEQ_CST);
+		/* seq_cst: as in rd_may_pass */
+		unsigned w = __atomic_load_n(&r->wwait, __ATOMIC_SEQ_CST);
 		e = rd_try(r, 0);
 		if (e == EBUSY) {
-			wp_count(WP_RWLOCK, WP_PARKS);
-			e = wp_futex_wait(&r->state, s, abs, clk, 0);
+			/* What held us back: a writer holding the lock (its
+			 * unlock changes state) or, with no writer bit in the s
+			 * we read, a waiting writer (only wwait changes when it
+			 * stops waiting). Neither per s and w (the lock changed
+			 * in between): try again without sleeping. */
+			unsigned *word = &r->state, val = s;
+			int pass = w == 0 || (rd_held > 0 &&
+				   r->flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+			if (!(s & WP_RW_W)) {
+				word = pass ? NULL : &r->wwait;
+				val = w;
+			}
+			if (word) {
+				wp_count(WP_RWLOCK, WP_PARKS);
+				e = wp_futex_wait(word, val, abs, clk, 0);
+			}
 			if (e != ETIMEDOUT)
 				e = EBUSY;
 		}
@@ -136,9 +159,15 @@ static int wr_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 		if (e != EBUSY)
 			break;
 	}
+	/* seq_cst: the Dekker pairing with readers that sleep on wwait (top
+	 * of file): they read nwait++ then wwait, we write wwait then read
+	 * nwait. Readers held back by us may enter now (we timed out) or must
+	 * go back to sleeping on state (we hold the lock). */
 	__atomic_fetch_sub(&r->wwait, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->nwait, __ATOMIC_SEQ_CST))
+		wp_futex_wake(&r->wwait, INT_MAX, 0);
 	if (e == ETIMEDOUT)
-		rw_wake(r); /* readers held back by us may enter now */
+		rw_wake(r);
 	return e;
 }
 
