@@ -188,9 +188,20 @@ struct sem_cl {
 	struct wp_sem *s;
 };
 
+/* Cancellation in sem_wait. sem_post wakes one sleeper per token; if the
+ * cancel acts after that wake chose this thread (the futex returned while
+ * the cancel type is still asynchronous), the token stays in value and the
+ * other sleepers sleep on. So pass the wake on when a token is there (at
+ * worst a spurious wakeup: the woken thread finds no token and sleeps
+ * again). Before the nwaiters decrement, like the waiter's own accesses. */
 static void sem_cancelled(void *arg)
 {
 	struct sem_cl *cl = arg;
+	/* seq_cst: a post whose wake chose us made its token visible before
+	 * its futex call, which orders it before our futex return */
+	if (__atomic_load_n(&cl->s->value, __ATOMIC_SEQ_CST) > 0)
+		wp_futex_wake(&cl->s->value, 1, 0);
+	/* seq_cst: the Dekker pairing with sem_post (top of file) */
 	__atomic_fetch_sub(&cl->s->nwaiters, 1, __ATOMIC_SEQ_CST);
 }
 
