@@ -1184,12 +1184,30 @@ static void *rwl_reader(void *p)
 
 START_TEST(test_rwlock_writer_timeout_wakes_reader)
 {
+	/* first the plain case: a reader asleep behind a waiting writer is
+	 * woken when the writer times out, the lock still read-held */
+	pthread_rwlock_init(&rwl.rw, NULL);
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rwl.rw), 0);
+	pthread_t w, r;
+	pthread_create(&w, NULL, rwl_writer, NULL);
+	usleep(20000); /* the writer waits (100 ms) */
+	pthread_create(&r, NULL, rwl_reader, NULL);
+	void *ret;
+	pthread_join(w, &ret);
+	ck_assert_int_eq((long)ret, ETIMEDOUT);
+	for (int k = 0; k < 2000 && !atomic_load(&rwl.rd_done); k++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&rwl.rd_done), "the reader slept on after the writer timed out");
+	pthread_join(r, NULL);
+	ck_assert_int_eq(pthread_rwlock_unlock(&rwl.rw), 0);
+	memset(&rwl, 0, sizeof rwl);
+
+	/* then the tight interleaving */
 	pthread_rwlock_init(&rwl.rw, NULL);
 	ck_assert_int_eq(pthread_rwlock_rdlock(&rwl.rw), 0);
 	atomic_store(&rwl.armed_w, 1);
 	atomic_store(&rwl.armed_r, 1);
 	atomic_store(&syscall_hook, rwl_hook);
-	pthread_t w, r;
 	pthread_create(&w, NULL, rwl_writer, NULL);
 	if (preload_on())
 		ck_assert_msg(spin_until(&rwl.wr_timed_out), "the writer's wait never timed out");
@@ -1197,7 +1215,6 @@ START_TEST(test_rwlock_writer_timeout_wakes_reader)
 		spin_until(&rwl.wr_done); /* glibc: no hook; the writer just times out */
 	ck_assert_int_eq(pthread_rwlock_unlock(&rwl.rw), 0);
 	pthread_create(&r, NULL, rwl_reader, NULL);
-	void *ret;
 	pthread_join(w, &ret);
 	ck_assert_int_eq((long)ret, ETIMEDOUT);
 	int k = 0;

@@ -61,8 +61,10 @@ struct wp_cond {
 struct wp_rwlock {
 	unsigned state;     /* 0: futex word: readers in bits 0-29, WP_RW_W */
 	unsigned nwait;     /* 4: sleeping threads */
-	unsigned wwait;     /* 8: writers waiting to acquire */
-	unsigned pad[4];    /* 12 */
+	unsigned wwait;     /* 8: writers waiting; futex word of the readers
+			     * held back by them */
+	unsigned rsleep;    /* 12: readers asleep (or about to be) on wwait */
+	unsigned pad[3];    /* 16 */
 	int shared;         /* 28 */
 	uint64_t pad1;      /* 32 */
 	uint64_t writer;    /* 40: writer's thread pointer */

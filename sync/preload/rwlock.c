@@ -17,9 +17,12 @@
  * it stops waiting (it got the lock or timed out) changes no bit of state,
  * so a reader that read state and wwait just before and then slept on the
  * unchanged state would miss it for good (state 0, nobody left to change
- * it). Every wwait-- is followed by a wake of the wwait word when nwait
- * says someone sleeps (the same seq_cst pairing), and a reader whose
- * futex_wait comes after the decrement finds wwait changed and retries.
+ * it). Such a reader counts itself in rsleep before its futex_wait, and
+ * every wwait-- is followed by a wake of the wwait word when rsleep says
+ * someone sleeps there (rsleep++ then the kernel's read of wwait, against
+ * wwait-- then the rsleep load, all seq_cst: either the writer sees the
+ * reader and wakes it, or the reader's futex_wait finds wwait changed and
+ * returns at once).
  */
 #include "config.h"
 
@@ -107,7 +110,15 @@ static int rd_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 				word = pass ? NULL : &r->wwait;
 				val = w;
 			}
-			if (word) {
+			if (word == &r->wwait) {
+				/* seq_cst: the pairing with wr_lock's wwait--
+				 * (top of file) */
+				__atomic_fetch_add(&r->rsleep, 1, __ATOMIC_SEQ_CST);
+				wp_count(WP_RWLOCK, WP_PARKS);
+				e = wp_futex_wait(word, val, abs, clk, 0);
+				/* relaxed: only a count; nothing is published */
+				__atomic_fetch_sub(&r->rsleep, 1, __ATOMIC_RELAXED);
+			} else if (word) {
 				wp_count(WP_RWLOCK, WP_PARKS);
 				e = wp_futex_wait(word, val, abs, clk, 0);
 			}
@@ -160,11 +171,12 @@ static int wr_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 			break;
 	}
 	/* seq_cst: the Dekker pairing with readers that sleep on wwait (top
-	 * of file): they read nwait++ then wwait, we write wwait then read
-	 * nwait. Readers held back by us may enter now (we timed out) or must
-	 * go back to sleeping on state (we hold the lock). */
+	 * of file): they write rsleep and then the kernel reads wwait, we
+	 * write wwait and then read rsleep. Readers held back by us may enter
+	 * now (we timed out) or must go back to sleeping on state (we hold
+	 * the lock). */
 	__atomic_fetch_sub(&r->wwait, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&r->nwait, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&r->rsleep, __ATOMIC_SEQ_CST))
 		wp_futex_wake(&r->wwait, INT_MAX, 0);
 	if (e == ETIMEDOUT)
 		rw_wake(r);
