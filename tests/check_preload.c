@@ -15,12 +15,15 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <threads.h>
 #include <time.h>
@@ -46,6 +49,78 @@ static long elapsed_ms(const struct timespec *a, clockid_t clk)
 	struct timespec b;
 	clock_gettime(clk, &b);
 	return (b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/* Waits (at most 5 s) until thread tid sleeps in a futex call on a word
+ * inside [obj, obj + size): /proc/self/task/TID/syscall shows the syscall
+ * a blocked thread is in and its arguments. Returns 1 when it does. */
+static int blocked_in(pid_t tid, const void *obj, size_t size)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	for (int i = 0; i < 25000; i++) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			long nr;
+			unsigned long addr;
+			int ok = fgets(buf, sizeof buf, f) &&
+				 sscanf(buf, "%ld %lx", &nr, &addr) == 2 && nr == SYS_futex &&
+				 addr >= (uintptr_t)obj && addr < (uintptr_t)obj + size;
+			fclose(f);
+			if (ok)
+				return 1;
+		}
+		usleep(200);
+	}
+	return 0;
+}
+
+/* True when our locks are in use (the suite also runs with WEFT_PRELOAD=off:
+ * then glibc answers, and a test that needs our futex calls says so). */
+static int preload_on(void)
+{
+	const char *s = getenv("WEFT_PRELOAD");
+	return !(s && (!strcmp(s, "off") || !strcmp(s, "0")));
+}
+
+/* ---- a hook in syscall(): the preload makes its futex calls through
+ * syscall(), which this executable defines (the executable comes first in
+ * the lookup order), so a test can stop a thread just before or just after
+ * a futex operation and open a race window deterministically. glibc makes
+ * its own futex calls inline: under WEFT_PRELOAD=off no hook runs. ---- */
+
+typedef void (*syscall_hook_fn)(long nr, const long *a, int after, long ret);
+static _Atomic(syscall_hook_fn) syscall_hook;
+static long (*_Atomic real_syscall)(long, ...);
+
+/* no_sanitize_address: a cancelled thread unwinds out of this frame (see
+ * test_cond_cancel_passes_signal) and ASan does not clear the redzones of
+ * frames left by a forced unwind; the cleanup's own syscall() call then
+ * reuses that stack and would trip over them. */
+__attribute__((visibility("default"), no_sanitize_address)) long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	long (*real)(long, ...) = atomic_load(&real_syscall);
+	if (!real) {
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+		atomic_store(&real_syscall, real);
+	}
+	syscall_hook_fn h = atomic_load(&syscall_hook);
+	if (h)
+		h(nr, a, 0, 0);
+	long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	h = atomic_load(&syscall_hook);
+	if (h) {
+		int saved = errno;
+		h(nr, a, 1, r);
+		errno = saved;
+	}
+	return r;
 }
 
 static const char *lib_of(void *fn)
@@ -464,6 +539,348 @@ START_TEST(test_cond_errors_timeouts)
 }
 END_TEST
 
+/* A timed waiter that a broadcast moved onto the mutex word, and whose
+ * deadline passes while the mutex is still held, was chosen by the
+ * broadcast before its deadline: the wait returns 0 (POSIX: ETIMEDOUT only
+ * when the time passes before the cond is signalled or broadcast). A plain
+ * waiter sleeps first, so the broadcast wakes it and requeues the timed
+ * one; the broadcaster then holds the mutex past the deadline. */
+struct rq {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	struct timespec deadline;
+	atomic_int tid[2];
+	int go;
+};
+
+static void *rq_plain(void *p)
+{
+	struct rq *q = p;
+	pthread_mutex_lock(&q->m);
+	atomic_store(&q->tid[0], gettid());
+	while (!q->go)
+		pthread_cond_wait(&q->c, &q->m);
+	pthread_mutex_unlock(&q->m);
+	return NULL;
+}
+
+static void *rq_timed(void *p)
+{
+	struct rq *q = p;
+	int r = 0;
+	pthread_mutex_lock(&q->m);
+	atomic_store(&q->tid[1], gettid());
+	/* the usual "if it timed out, give up" caller */
+	while (!q->go && r == 0)
+		r = pthread_cond_timedwait(&q->c, &q->m, &q->deadline);
+	pthread_mutex_unlock(&q->m);
+	return (void *)(long)r;
+}
+
+START_TEST(test_cond_requeued_timeout)
+{
+	for (int round = 0;; round++) {
+		struct rq q = { .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
+		pthread_t t[2];
+		pthread_create(&t[0], NULL, rq_plain, &q);
+		while (!atomic_load(&q.tid[0]))
+			usleep(100);
+		ck_assert(blocked_in(atomic_load(&q.tid[0]), &q.c, sizeof q.c));
+		q.deadline = in_ms(CLOCK_REALTIME, 300);
+		pthread_create(&t[1], NULL, rq_timed, &q);
+		while (!atomic_load(&q.tid[1]))
+			usleep(100);
+		ck_assert(blocked_in(atomic_load(&q.tid[1]), &q.c, sizeof q.c));
+		pthread_mutex_lock(&q.m);
+		q.go = 1;
+		pthread_cond_broadcast(&q.c);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		int in_time = now.tv_sec < q.deadline.tv_sec ||
+			      (now.tv_sec == q.deadline.tv_sec && now.tv_nsec < q.deadline.tv_nsec);
+		/* hold the mutex until 100 ms past the deadline */
+		struct timespec until = q.deadline;
+		until.tv_nsec += 100000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &until, NULL) == EINTR)
+			;
+		pthread_mutex_unlock(&q.m);
+		void *ret;
+		pthread_join(t[0], NULL);
+		pthread_join(t[1], &ret);
+		ck_assert_int_eq(pthread_cond_destroy(&q.c), 0);
+		if (!in_time && round < 5)
+			continue; /* the machine was too slow to broadcast in time */
+		ck_assert_msg(in_time, "broadcast never came before the deadline");
+		ck_assert_int_eq((long)ret, 0);
+		break;
+	}
+}
+END_TEST
+
+/* One cond, two mutexes: the first waiter with the second mutex (X) reads
+ * seq after a broadcast's increment and sleeps before the broadcast's
+ * requeue, so the kernel moves it onto the first mutex's (A) word. The
+ * syscall hook holds the broadcaster just before its FUTEX_CMP_REQUEUE
+ * while WX (on X) and then WA3 (on A) go to sleep on the cond; WA0 (on A)
+ * sleeps first and is the one the broadcast wakes. Every waiter must come
+ * back: WX with X, WA0 and WA3 with A (a sleeper left on A's word stays
+ * there, since A is then free and nothing unlocks it with 2 in it). */
+struct mix {
+	pthread_mutex_t a, x;
+	pthread_cond_t c;
+	atomic_int tid[3], gate[3], done[3];
+	atomic_int fired, hook_fail;
+};
+static struct mix mix;
+
+static void *mix_waiter(void *p)
+{
+	long i = (long)p;
+	pthread_mutex_t *m = i == 1 ? &mix.x : &mix.a;
+	atomic_store(&mix.tid[i], gettid());
+	while (!atomic_load(&mix.gate[i]))
+		usleep(100);
+	pthread_mutex_lock(m);
+	pthread_cond_wait(&mix.c, m); /* once: a return is what is tested */
+	pthread_mutex_unlock(m);
+	atomic_store(&mix.done[i], 1);
+	return NULL;
+}
+
+static void mix_hook(long nr, const long *a, int after, long ret)
+{
+	(void)ret;
+	if (nr != SYS_futex || after || (a[1] & FUTEX_CMD_MASK) != FUTEX_CMP_REQUEUE ||
+	    (void *)a[0] != (void *)&mix.c || atomic_exchange(&mix.fired, 1))
+		return;
+	for (int i = 1; i <= 2; i++) {
+		atomic_store(&mix.gate[i], 1);
+		if (!blocked_in(atomic_load(&mix.tid[i]), &mix.c, sizeof mix.c))
+			atomic_store(&mix.hook_fail, 1);
+	}
+}
+
+START_TEST(test_cond_mixed_requeue)
+{
+	pthread_mutex_init(&mix.a, NULL);
+	pthread_mutex_init(&mix.x, NULL);
+	pthread_cond_init(&mix.c, NULL);
+	pthread_t t[3];
+	for (long i = 0; i < 3; i++) {
+		pthread_create(&t[i], NULL, mix_waiter, (void *)i);
+		while (!atomic_load(&mix.tid[i]))
+			usleep(100);
+	}
+	atomic_store(&mix.gate[0], 1);
+	ck_assert(blocked_in(atomic_load(&mix.tid[0]), &mix.c, sizeof mix.c));
+	atomic_store(&syscall_hook, mix_hook);
+	/* "unlock, then broadcast": the broadcaster holds no mutex */
+	pthread_cond_broadcast(&mix.c);
+	atomic_store(&syscall_hook, NULL);
+	int fired = atomic_load(&mix.fired);
+	if (preload_on())
+		ck_assert_msg(fired, "the broadcast made no FUTEX_CMP_REQUEUE");
+	ck_assert_int_eq(atomic_load(&mix.hook_fail), 0);
+	if (!fired) {
+		/* glibc: WX and WA3 wait from now on; wake them */
+		atomic_store(&mix.gate[1], 1);
+		atomic_store(&mix.gate[2], 1);
+	}
+	int lost = 0;
+	for (int i = 0; i < 3; i++) {
+		int k = 0;
+		while (!atomic_load(&mix.done[i]) && k++ < 2000) {
+			if (!fired && k % 10 == 0)
+				pthread_cond_broadcast(&mix.c);
+			usleep(1000);
+		}
+		if (!atomic_load(&mix.done[i])) {
+			lost |= 1 << i;
+			/* let the test end: wake whatever sleeps on A's word */
+			atomic_load(&real_syscall)(SYS_futex, &mix.a, FUTEX_WAKE_PRIVATE, INT_MAX,
+						   NULL, NULL, 0);
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_msg(lost == 0, "waiters left asleep (bit 0: WA0, 1: WX, 2: WA3): %#x", lost);
+	ck_assert_int_eq(pthread_cond_destroy(&mix.c), 0);
+}
+END_TEST
+
+/* A waiter woken by a signal and then cancelled must not take the signal
+ * with it while another waiter is blocked (POSIX: a cancelled waiter
+ * "shall not consume any condition signal ... if there are other threads
+ * blocked on the condition variable"). Two consumers sleep; one item is
+ * produced and signalled; the syscall hook stops the woken waiter right
+ * after its futex wait returned (where the wait is still asynchronously
+ * cancellable) and the main thread cancels it. The other consumer must
+ * take the item. */
+static struct cw {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int items, stop;
+	atomic_int tid[2], woken_tid, armed;
+} cw;
+
+static void cw_unlock(void *p)
+{
+	pthread_mutex_unlock(&cw.m);
+}
+
+static void *cw_waiter(void *p)
+{
+	long i = (long)p;
+	pthread_mutex_lock(&cw.m);
+	atomic_store(&cw.tid[i], gettid());
+	pthread_cleanup_push(cw_unlock, NULL);
+	while (cw.items == 0 && !cw.stop)
+		pthread_cond_wait(&cw.c, &cw.m);
+	if (cw.items)
+		cw.items--;
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+static void cw_hook(long nr, const long *a, int after, long ret)
+{
+	if (nr != SYS_futex || !after || ret != 0 ||
+	    (a[1] & FUTEX_CMD_MASK) != FUTEX_WAIT_BITSET || (void *)a[0] != (void *)&cw.c ||
+	    !atomic_exchange(&cw.armed, 0))
+		return;
+	atomic_store(&cw.woken_tid, gettid());
+	/* asynchronously cancellable here: spin until the cancel arrives
+	 * (only async-cancel-safe code in this loop) */
+	for (;;)
+		atomic_signal_fence(memory_order_seq_cst);
+}
+
+START_TEST(test_cond_cancel_passes_signal)
+{
+	pthread_mutex_init(&cw.m, NULL);
+	pthread_cond_init(&cw.c, NULL);
+	pthread_t t[2];
+	for (long i = 0; i < 2; i++) {
+		pthread_create(&t[i], NULL, cw_waiter, (void *)i);
+		while (!atomic_load(&cw.tid[i]))
+			usleep(100);
+		ck_assert(blocked_in(atomic_load(&cw.tid[i]), &cw.c, sizeof cw.c));
+	}
+	atomic_store(&cw.armed, 1);
+	atomic_store(&syscall_hook, cw_hook);
+	pthread_mutex_lock(&cw.m);
+	cw.items = 1;
+	pthread_cond_signal(&cw.c);
+	pthread_mutex_unlock(&cw.m);
+	int victim = 0;
+	if (preload_on()) {
+		for (int k = 0; k < 5000 && !atomic_load(&cw.woken_tid); k++)
+			usleep(1000);
+		pid_t w = atomic_load(&cw.woken_tid);
+		ck_assert_msg(w != 0, "no waiter woke from the futex wait");
+		victim = w == atomic_load(&cw.tid[1]);
+	}
+	/* under glibc the hook does not run: cancel the first waiter anyway */
+	ck_assert_int_eq(pthread_cancel(t[victim]), 0);
+	void *ret;
+	ck_assert_int_eq(pthread_join(t[victim], &ret), 0);
+	atomic_store(&syscall_hook, NULL);
+	if (preload_on())
+		ck_assert_ptr_eq(ret, PTHREAD_CANCELED);
+	int left = 1;
+	for (int k = 0; k < 2000 && left; k++) {
+		pthread_mutex_lock(&cw.m);
+		left = cw.items;
+		pthread_mutex_unlock(&cw.m);
+		if (left)
+			usleep(1000);
+	}
+	pthread_mutex_lock(&cw.m);
+	cw.stop = 1;
+	pthread_cond_broadcast(&cw.c);
+	pthread_mutex_unlock(&cw.m);
+	pthread_join(t[!victim], NULL);
+	ck_assert_msg(left == 0, "the signal left with the cancelled waiter: item not taken in 2 s");
+	ck_assert_int_eq(pthread_cond_destroy(&cw.c), 0);
+}
+END_TEST
+
+/* The same for a semaphore: a sem_wait woken by sem_post's wake of one
+ * and then cancelled leaves the token in the value; the other sleeper
+ * must be woken to take it. */
+static struct sw {
+	sem_t sem;
+	atomic_int tid[2], woken_tid, armed, taken;
+} sw;
+
+static void *sw_waiter(void *p)
+{
+	long i = (long)p;
+	atomic_store(&sw.tid[i], gettid());
+	while (sem_wait(&sw.sem) != 0)
+		;
+	atomic_fetch_add(&sw.taken, 1);
+	return NULL;
+}
+
+static void sw_hook(long nr, const long *a, int after, long ret)
+{
+	if (nr != SYS_futex || !after || ret != 0 ||
+	    (a[1] & FUTEX_CMD_MASK) != FUTEX_WAIT_BITSET || (void *)a[0] != (void *)&sw.sem ||
+	    !atomic_exchange(&sw.armed, 0))
+		return;
+	atomic_store(&sw.woken_tid, gettid());
+	for (;;) /* asynchronously cancellable here: wait for the cancel */
+		atomic_signal_fence(memory_order_seq_cst);
+}
+
+START_TEST(test_sem_cancel_passes_token)
+{
+	sem_init(&sw.sem, 0, 0);
+	pthread_t t[2];
+	for (long i = 0; i < 2; i++) {
+		pthread_create(&t[i], NULL, sw_waiter, (void *)i);
+		while (!atomic_load(&sw.tid[i]))
+			usleep(100);
+		ck_assert(blocked_in(atomic_load(&sw.tid[i]), &sw.sem, sizeof sw.sem));
+	}
+	atomic_store(&sw.armed, 1);
+	atomic_store(&syscall_hook, sw_hook);
+	ck_assert_int_eq(sem_post(&sw.sem), 0);
+	int victim = -1;
+	if (preload_on()) {
+		for (int k = 0; k < 5000 && !atomic_load(&sw.woken_tid); k++)
+			usleep(1000);
+		pid_t w = atomic_load(&sw.woken_tid);
+		ck_assert_msg(w != 0, "no waiter woke from the futex wait");
+		victim = w == atomic_load(&sw.tid[1]);
+		ck_assert_int_eq(pthread_cancel(t[victim]), 0);
+		void *ret;
+		ck_assert_int_eq(pthread_join(t[victim], &ret), 0);
+		ck_assert_ptr_eq(ret, PTHREAD_CANCELED);
+	}
+	/* (glibc's sem_wait has the same window, so under WEFT_PRELOAD=off
+	 * nobody is cancelled: the check is only that the token is taken) */
+	atomic_store(&syscall_hook, NULL);
+	for (int k = 0; k < 2000 && !atomic_load(&sw.taken); k++)
+		usleep(1000);
+	int taken = atomic_load(&sw.taken);
+	/* let the test end: a token for every waiter still inside */
+	ck_assert_int_eq(sem_post(&sw.sem), 0);
+	if (victim < 0)
+		ck_assert_int_eq(sem_post(&sw.sem), 0);
+	for (int i = 0; i < 2; i++)
+		if (i != victim)
+			pthread_join(t[i], NULL);
+	ck_assert_msg(taken == 1, "the token stayed in the semaphore for 2 s (%d taken)", taken);
+	ck_assert_int_eq(sem_destroy(&sw.sem), 0);
+}
+END_TEST
+
 static int cleanup_ran, cleanup_held;
 static pthread_mutex_t cancel_m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
 static pthread_cond_t cancel_c = PTHREAD_COND_INITIALIZER;
@@ -703,6 +1120,117 @@ START_TEST(test_rwlock_basic)
 	ck_assert_int_eq(pthread_rwlock_timedrdlock(&rw, &d), EDEADLK);
 	ck_assert_int_eq(pthread_rwlock_unlock(&rw), 0);
 	ck_assert_int_eq(pthread_rwlock_destroy(&rw), 0);
+}
+END_TEST
+
+/* A reader held back by a waiting writer sleeps; when that writer times
+ * out, the reader must get in. The hooks build the tight interleaving: the
+ * writer's futex wait has timed out, the last reader leaves (state 0), the
+ * new reader sees the writer still waiting and is stopped just before its
+ * futex wait; then the writer gives up (wwait--, its wake) and only then
+ * the reader's futex call runs. */
+static struct rwl {
+	pthread_rwlock_t rw;
+	atomic_int wr_timed_out, reader_parked, wr_done, rd_done, tid_r, armed_w, armed_r;
+	atomic_int hook_fail;
+} rwl;
+
+static int spin_until(atomic_int *flag)
+{
+	for (int k = 0; k < 5000; k++) {
+		if (atomic_load(flag))
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static void rwl_hook(long nr, const long *a, int after, long ret)
+{
+	if (nr != SYS_futex || (a[1] & FUTEX_CMD_MASK) != FUTEX_WAIT_BITSET ||
+	    (uintptr_t)a[0] < (uintptr_t)&rwl.rw ||
+	    (uintptr_t)a[0] >= (uintptr_t)&rwl.rw + sizeof rwl.rw)
+		return;
+	if (after && ret == -1 && errno == ETIMEDOUT && atomic_exchange(&rwl.armed_w, 0)) {
+		/* the writer: timed out, not yet given up */
+		atomic_store(&rwl.wr_timed_out, 1);
+		if (!spin_until(&rwl.reader_parked))
+			atomic_store(&rwl.hook_fail, 1);
+	} else if (!after && gettid() == atomic_load(&rwl.tid_r) &&
+		   atomic_exchange(&rwl.armed_r, 0)) {
+		/* the reader, about to sleep */
+		atomic_store(&rwl.reader_parked, 1);
+		if (!spin_until(&rwl.wr_done))
+			atomic_store(&rwl.hook_fail, 1);
+	}
+}
+
+static void *rwl_writer(void *p)
+{
+	struct timespec d = in_ms(CLOCK_MONOTONIC, 100);
+	int e = pthread_rwlock_clockwrlock(&rwl.rw, CLOCK_MONOTONIC, &d);
+	atomic_store(&rwl.wr_done, 1);
+	return (void *)(long)e;
+}
+
+static void *rwl_reader(void *p)
+{
+	atomic_store(&rwl.tid_r, gettid());
+	pthread_rwlock_rdlock(&rwl.rw);
+	pthread_rwlock_unlock(&rwl.rw);
+	atomic_store(&rwl.rd_done, 1);
+	return NULL;
+}
+
+START_TEST(test_rwlock_writer_timeout_wakes_reader)
+{
+	/* first the plain case: a reader asleep behind a waiting writer is
+	 * woken when the writer times out, the lock still read-held */
+	pthread_rwlock_init(&rwl.rw, NULL);
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rwl.rw), 0);
+	pthread_t w, r;
+	pthread_create(&w, NULL, rwl_writer, NULL);
+	usleep(20000); /* the writer waits (100 ms) */
+	pthread_create(&r, NULL, rwl_reader, NULL);
+	void *ret;
+	pthread_join(w, &ret);
+	ck_assert_int_eq((long)ret, ETIMEDOUT);
+	for (int k = 0; k < 2000 && !atomic_load(&rwl.rd_done); k++)
+		usleep(1000);
+	ck_assert_msg(atomic_load(&rwl.rd_done), "the reader slept on after the writer timed out");
+	pthread_join(r, NULL);
+	ck_assert_int_eq(pthread_rwlock_unlock(&rwl.rw), 0);
+	memset(&rwl, 0, sizeof rwl);
+
+	/* then the tight interleaving */
+	pthread_rwlock_init(&rwl.rw, NULL);
+	ck_assert_int_eq(pthread_rwlock_rdlock(&rwl.rw), 0);
+	atomic_store(&rwl.armed_w, 1);
+	atomic_store(&rwl.armed_r, 1);
+	atomic_store(&syscall_hook, rwl_hook);
+	pthread_create(&w, NULL, rwl_writer, NULL);
+	if (preload_on())
+		ck_assert_msg(spin_until(&rwl.wr_timed_out), "the writer's wait never timed out");
+	else
+		spin_until(&rwl.wr_done); /* glibc: no hook; the writer just times out */
+	ck_assert_int_eq(pthread_rwlock_unlock(&rwl.rw), 0);
+	pthread_create(&r, NULL, rwl_reader, NULL);
+	pthread_join(w, &ret);
+	ck_assert_int_eq((long)ret, ETIMEDOUT);
+	int k = 0;
+	while (!atomic_load(&rwl.rd_done) && k++ < 2000)
+		usleep(1000);
+	int stuck = !atomic_load(&rwl.rd_done);
+	if (stuck) /* let the test end: wake the sleeper wherever it sleeps */
+		for (int i = 0; i < 14; i++)
+			atomic_load(&real_syscall)(SYS_futex, (unsigned *)&rwl.rw + i,
+						   FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	pthread_join(r, NULL);
+	atomic_store(&syscall_hook, NULL);
+	ck_assert_int_eq(atomic_load(&rwl.hook_fail), 0);
+	if (preload_on())
+		ck_assert_int_eq(atomic_load(&rwl.reader_parked), 1);
+	ck_assert_msg(!stuck, "the reader slept on after the waiting writer timed out");
 }
 END_TEST
 
@@ -1185,6 +1713,9 @@ int main(void)
 	tcase_add_test(tc, test_cond_broadcast);
 	tcase_add_test(tc, test_cond_signal);
 	tcase_add_test(tc, test_cond_errors_timeouts);
+	tcase_add_test(tc, test_cond_requeued_timeout);
+	tcase_add_test(tc, test_cond_mixed_requeue);
+	tcase_add_test(tc, test_cond_cancel_passes_signal);
 	tcase_add_test(tc, test_cond_cancel);
 	tcase_add_test(tc, test_cond_robust_owner_dead);
 	suite_add_tcase(s, tc);
@@ -1198,6 +1729,7 @@ int main(void)
 	tcase_add_test(tc, test_rwlock_basic);
 	tcase_add_test(tc, test_rwlock_writer_progress);
 	tcase_add_test(tc, test_rwlock_no_lost_wakeup);
+	tcase_add_test(tc, test_rwlock_writer_timeout_wakes_reader);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("other");
 	tcase_set_timeout(tc, 60);
@@ -1205,6 +1737,7 @@ int main(void)
 	tcase_add_test(tc, test_barrier);
 	tcase_add_test(tc, test_sem);
 	tcase_add_test(tc, test_sem_completion_freed);
+	tcase_add_test(tc, test_sem_cancel_passes_token);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);

@@ -18,11 +18,17 @@
  * unlock that finds 2 there. The one sleeper the broadcast wakes re-takes
  * the mutex with xchg(2) (wp_mutex_relock), and so does every requeued
  * sleeper after it, so the 2 stays until the last one unlocks. Requeue is
- * used only when every waiter since the cond was last idle used the same
- * mutex of ours (otherwise WP_COND_MIXED is set, sticky, and broadcast
- * wakes all): a waiter that records a different mutex sets MIXED before it
- * can sleep, and the broadcaster reads MIXED after its seq++, so a sleeper
- * with another mutex is never requeued onto the wrong word.
+ * used only while every waiter since pthread_cond_init used the same mutex
+ * of ours: the first waiter records its mutex in c->mutex, and a waiter
+ * with another mutex sets WP_COND_MIXED before it can sleep. MIXED is
+ * sticky (only init clears it, and c->mutex too): from then on broadcast
+ * wakes all. A waiter with another mutex that read seq before the
+ * broadcaster's seq++ sleeps on the old value, which the requeue's compare
+ * does not move; one that read it after, and queued before the requeue,
+ * is moved onto the wrong word: the broadcaster reads MIXED again after a
+ * successful requeue and then wakes every sleeper on that word (see
+ * wp_cond_broadcast). c->mutex is never cleared, so the first mutex must
+ * outlive the cond's last broadcast and destroy.
  */
 #include "config.h"
 
@@ -58,15 +64,37 @@ int wp_cond_init_clock(struct wp_cond *c, int mono)
 struct cleanup {
 	struct wp_cond *c;
 	struct wp_mutex *m;
+	unsigned seq;       /* the value the waiter read and slept on */
 };
 
 /* Cancellation in the wait: leave the waiters count and re-take the mutex,
- * as POSIX requires before the cleanup handlers run. */
+ * as POSIX requires before the cleanup handlers run.
+ *
+ * POSIX also forbids a cancelled waiter to consume a signal while other
+ * threads are blocked on the cond. The cancel can act after a signal's
+ * FUTEX_WAKE(1) chose this thread (the futex returned, and the cancel type
+ * is still asynchronous), or the wake and the cancel can race in the
+ * kernel; the other sleepers would then sleep on with the predicate true.
+ * So when seq moved since our read, a signal or broadcast came during this
+ * wait and may have been ours: pass it on (seq++ and wake one), as glibc
+ * sends a replacement signal. When the wake did not choose us, the extra
+ * one is a spurious wakeup for someone, which POSIX allows. */
 static void wait_cancelled(void *arg)
 {
 	struct cleanup *cl = arg;
+	struct wp_cond *c = cl->c;
+	/* seq_cst, like the waiter's read: a signal whose wake chose this
+	 * thread bumped seq before its futex call, and the kernel's wake
+	 * orders that bump before our futex return, so we see the change.
+	 * Done before the waiters decrement: after it the cond may be
+	 * destroyed. The increment is seq_cst as in wp_cond_signal, so that
+	 * a waiter that reads seq later sleeps on the new value. */
+	if (__atomic_load_n(&c->seq, __ATOMIC_SEQ_CST) != cl->seq) {
+		__atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
+		wp_futex_wake(&c->seq, 1, 0);
+	}
 	/* release: our reads of the cond are done; pairs with destroy's acquire */
-	__atomic_fetch_sub(&cl->c->waiters, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE);
 	wp_mutex_relock(cl->m);
 }
 
@@ -86,6 +114,9 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 	unsigned seq = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&c->waiters, 1, __ATOMIC_SEQ_CST);
 	struct wp_mutex *cur = __atomic_load_n(&c->mutex, __ATOMIC_SEQ_CST);
+	/* A failed CAS NULL -> m would set MIXED even if the winner recorded
+	 * m too; it cannot happen for the same m, since the waiters with m
+	 * run this under m, one at a time. */
 	if (cur != m) {
 		struct wp_mutex *expect = NULL;
 		if (cur != NULL || wp_mutex_is_glibc(m) ||
@@ -101,13 +132,26 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 		return e;
 	}
 	wp_count(WP_COND, WP_PARKS);
-	struct cleanup cl = { c, m };
+	struct cleanup cl = { c, m, seq };
 	int r, oldtype;
 	pthread_cleanup_push(wait_cancelled, &cl);
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &oldtype);
 	r = wp_futex_wait(&c->seq, seq, abs, clk, 0);
 	pthread_setcanceltype(oldtype, NULL);
 	pthread_cleanup_pop(0);
+	/* ETIMEDOUT from the kernel does not prove that no wake chose this
+	 * thread: a broadcast may have requeued it onto the mutex word before
+	 * the deadline, and the kernel keeps the deadline across the requeue,
+	 * so the timer can fire while the mutex is still held. A seq that moved
+	 * since our read means a signal or broadcast came after this wait
+	 * began: answer 0 then (at worst a spurious wakeup, which POSIX
+	 * allows). Read before the waiters decrement: after it the cond may be
+	 * destroyed. relaxed: seq is only compared with our own earlier read;
+	 * a broadcast that requeued us bumped seq before its requeue syscall,
+	 * and the futex calls order that bump before our return from the
+	 * wait, so a requeued waiter always sees the change. */
+	if (r == ETIMEDOUT && __atomic_load_n(&c->seq, __ATOMIC_RELAXED) != seq)
+		r = 0;
 	/* release: see wait_cancelled */
 	__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE);
 	wp_count(WP_COND, WP_ACQ);
@@ -115,7 +159,6 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 	int le = wp_mutex_relock(m);
 	if (le)
 		return le;
-	/* ETIMEDOUT from the kernel means no wake chose this thread */
 	return r == ETIMEDOUT ? ETIMEDOUT : 0;
 }
 
@@ -138,8 +181,28 @@ int wp_cond_broadcast(struct wp_cond *c)
 	struct wp_mutex *m = __atomic_load_n(&c->mutex, __ATOMIC_SEQ_CST);
 	unsigned flags = __atomic_load_n(&c->flags, __ATOMIC_SEQ_CST);
 	if (m && !(flags & WP_COND_MIXED) && !wp_mutex_is_glibc(m) &&
-	    wp_futex_requeue(&c->seq, 1, (unsigned *)&m->lock, s) == 0)
+	    wp_futex_requeue(&c->seq, 1, (unsigned *)&m->lock, s) == 0) {
+		/* The flags load above does not cover a waiter with another
+		 * mutex X that reads seq after our increment (so it sleeps on
+		 * s, which the requeue compares equal), sets MIXED after that
+		 * load, and queues before our requeue: the kernel then moved it
+		 * onto m's word. Nothing would wake it there (m may well be
+		 * free), and the unlock chain of the m-waiters breaks when it is
+		 * woken and takes X instead of m: sleepers left on m's word for
+		 * good. So look again. Such a waiter did its fetch_or(MIXED)
+		 * before its futex_wait queued it, and our requeue found it
+		 * queued: both took the futex hash-bucket lock, so the fetch_or
+		 * happens before this load and we see MIXED. seq_cst: the same
+		 * Dekker pairing as the first load. Waking everything on m's
+		 * word is then safe: requeued m-waiters re-take m with xchg(2)
+		 * (which rebuilds the chain of wakes), a requeued X-waiter goes
+		 * back to X, and plain lockers of m just retry. A waiter with
+		 * another mutex that queues after our requeue sleeps on seq and
+		 * is not moved. */
+		if (__atomic_load_n(&c->flags, __ATOMIC_SEQ_CST) & WP_COND_MIXED)
+			wp_futex_wake((unsigned *)&m->lock, INT_MAX, 0);
 		return 0;
+	}
 	wp_futex_wake(&c->seq, INT_MAX, 0);
 	return 0;
 }
@@ -167,7 +230,9 @@ WP_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
 /* Wakes every waiter and waits for them to leave the cond, so that the
  * memory may be freed on return (glibc waits too). Requeued waiters sleep
  * on the mutex word: they are woken there as well and re-sleep on the
- * mutex without touching the cond again. */
+ * mutex without touching the cond again. c->mutex is the first mutex ever
+ * used with the cond (never cleared, MIXED or not): it is read here when
+ * waiters remain, so it must still be valid (docs/preload.md says so). */
 WP_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 {
 	if (OFF(c))

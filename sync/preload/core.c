@@ -132,9 +132,14 @@ static void print_stats(void)
 }
 
 /* Early (priority 101) so that other libraries' constructors see the final
- * configuration; locks used before it are ours and stay compatible with
- * glibc's lowlevellock format, so WEFT_PRELOAD=off switching after them
- * is safe for locks that are free at that moment. */
+ * configuration. Locks used before it are ours. With WEFT_PRELOAD=off
+ * they pass to glibc afterwards, which is safe for a mutex, spinlock or
+ * semaphore (glibc's lowlevellock formats) and for an rwlock that is free
+ * at that moment (all zero but flags). Not for a cond that was waited on
+ * (our seq/waiters, mutex pointer and flags are glibc's __wseq, __g1_start
+ * and __g_refs) nor for a barrier that completed a round (our arrived and
+ * gen restart each round; glibc's counters are cumulative): such objects
+ * must be re-initialised before glibc takes them over. */
 __attribute__((constructor(101))) static void wp_ctor(void)
 {
 	const char *s = getenv("WEFT_PRELOAD");

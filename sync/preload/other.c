@@ -196,11 +196,22 @@ struct sem_cl {
 	struct wp_sem *s;
 };
 
+/* Cancellation in sem_wait. sem_post wakes one sleeper per token; if the
+ * cancel acts after that wake chose this thread (the futex returned while
+ * the cancel type is still asynchronous), the token stays in value and the
+ * other sleepers sleep on. So pass the wake on when a token is there and
+ * other waiters remain (at worst a spurious wakeup: the woken thread finds
+ * no token and sleeps again). The decision comes from the word our leaving
+ * RMW replaced (an RMW reads the latest value, so it sees that post's
+ * token unless a taker already has it), never from a later read, as in
+ * sem_post. */
 static void sem_cancelled(void *arg)
 {
 	struct sem_cl *cl = arg;
-	/* relaxed: leaving only makes posts skip a wake */
-	__atomic_fetch_sub(SEM_WORD(cl->s), SEM_WAITER, __ATOMIC_RELAXED);
+	/* seq_cst: in the same order as the posts' CAS on this word */
+	uint64_t old = __atomic_fetch_sub(SEM_WORD(cl->s), SEM_WAITER, __ATOMIC_SEQ_CST);
+	if ((uint32_t)old > 0 && (old >> 32) > 1)
+		wp_futex_wake(&cl->s->value, 1, 0);
 }
 
 static int sem_wait_slow(struct wp_sem *s, clockid_t clk, const struct timespec *abs)
