@@ -227,8 +227,8 @@ static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct chunk_class *classes;       /* chunk_lock */
 static struct chunk **chunks;             /* chunk_lock; sorted by base */
 static unsigned nchunks, chunks_cap;      /* chunk_lock */
-/* 1: MADV_GUARD_INSTALL works, -1: it does not, 0: not tried yet.
- * chunk_lock. */
+/* 1: MADV_GUARD_INSTALL works, -1: it does not (or chunks are locked),
+ * 0: not tried yet. chunk_lock. */
 static int guard_markers;
 
 static void partial_add(struct chunk *c)
@@ -348,6 +348,8 @@ static void chunk_free(struct chunk *c)
 	bool found;
 	unsigned at = chunk_find(c->base, &found);
 
+	WFT_ASSERT(found && chunks[at] == c);
+
 	partial_del(c);
 	wft_san_unmapping(c->base, (size_t)c->cls->n * c->cls->slot);
 	munmap(c->base, (size_t)c->cls->n * c->cls->slot);
@@ -376,13 +378,19 @@ static char *chunk_get(struct chunk_class *k)
 	} else {
 		p = c->base + (size_t)c->ncarved * k->slot;
 		if (k->guard && madvise(p, wft_page_size(), MADV_GUARD_INSTALL) != 0) {
-			if (guard_markers == 0) {
-				/* the kernel has no guard markers: guarded
-				 * stacks go legacy from now on */
+			/* EINVAL: the kernel has no guard markers, or refuses
+			 * them on this mapping because it is locked
+			 * (mlockall(MCL_FUTURE) locks every new chunk): either
+			 * way every later chunk would refuse too, so guarded
+			 * stacks go legacy from now on. Anything else (ENOMEM
+			 * for page tables, EINTR) is transient: this stack
+			 * goes legacy, the next one tries again. */
+			if (errno == EINVAL)
 				guard_markers = -1;
-				if (c->ncarved == 0)
-					chunk_free(c);
-			}
+			/* a chunk with no slot carved is unreachable from
+			 * any stack: unmap it, whatever the cause */
+			if (c->ncarved == 0 && c->nfree == 0)
+				chunk_free(c);
 			return NULL;
 		}
 		guard_markers = 1;

@@ -9,9 +9,10 @@
  * (WFT_J_*), both documented in runtime/wft.h.
  *
  * Invariants:
- *   I1 TCB memory is type-stable: TCBs come from slabs that are freed only by
- *      weft_shutdown(), so a stale pointer (a late unpark of a thread that
- *      exited) reads a TCB, never unmapped memory; t->seq changes on reuse.
+ *   I1 TCB memory is type-stable: TCBs come from slabs that are never freed
+ *      (not even by weft_shutdown()), so a stale pointer (a late unpark of a
+ *      thread that exited) reads a TCB, never unmapped memory; t->seq
+ *      changes on reuse.
  *   I2 A TCB is freed exactly once: by the joiner, by the detacher of an
  *      exited thread, or (detached at exit) by the switch-out of its exit.
  *   I3 Nobody frees a TCB or its stack while it is still switching out

@@ -17,6 +17,10 @@
  *   canary   in a debug build, an overflow of a guard = 0 stack is
  *            reported by name when the stack is released (stack.c
  *            "Canary").
+ *   locked   after mlockall(MCL_FUTURE) the kernel refuses guard markers
+ *            on new chunks: guarded stacks fall back to mappings of their
+ *            own, and the refused chunk is unmapped, not leaked (it was
+ *            64 MiB of locked memory per attempt).
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -28,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -544,6 +549,82 @@ START_TEST(canary_guard_off_overflow)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* locked */
+
+/* VmLck of this process, in KiB; -1 if unreadable. */
+static long vm_locked_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* In a child: a guarded stack of one size (guard markers in use), then
+ * mlockall(MCL_FUTURE), then guarded threads of a second size (a new
+ * class: a new chunk, whose guard install the kernel refuses on a locked
+ * mapping). Exit codes: 0 ok, 2 skip (no mlockall), 3 spawn or join
+ * failed, 4 the runtime leaked locked memory. */
+static void locked_child(void)
+{
+	weft_attr_t a;
+	weft_thread_t t;
+	long before, after;
+
+	if (weft_init(NULL) != 0)
+		_exit(3);
+	weft_attr_init(&a);
+	a.stack_size = 96 * 1024;
+	if (weft_spawn(&t, ret_arg, NULL, &a) != 0 || weft_join(t, NULL) != 0)
+		_exit(3);
+	if (mlockall(MCL_FUTURE) != 0)
+		_exit(2);
+	before = vm_locked_kib();
+	a.stack_size = 112 * 1024;
+	for (int i = 0; i < 4; i++)
+		if (weft_spawn(&t, ret_arg, NULL, &a) != 0 || weft_join(t, NULL) != 0)
+			_exit(3);
+	after = vm_locked_kib();
+	fprintf(stderr, "VmLck %ld kB before, %ld kB after\n", before, after);
+	/* four 112 KiB stacks and their pages, not a 64 MiB chunk each */
+	if (before < 0 || after - before > 8 * 1024)
+		_exit(4);
+	_exit(0);
+}
+
+START_TEST(locked_guard_refused)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	printf("SKIP stack/locked_guard_refused: mlockall(MCL_FUTURE) would lock "
+	       "the sanitizer's own reservations\n");
+#else
+	int st = 0;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		locked_child();
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st), "child died (status %#x)", st);
+	if (WEXITSTATUS(st) == 2) {
+		printf("SKIP stack/locked_guard_refused: mlockall(MCL_FUTURE) refused\n");
+		return;
+	}
+	ck_assert_msg(WEXITSTATUS(st) != 3, "a guarded spawn failed under mlockall");
+	ck_assert_msg(WEXITSTATUS(st) != 4, "a refused chunk stayed mapped (locked memory leaked)");
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+#endif
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stack");
@@ -563,6 +644,9 @@ int main(void)
 
 	tc = wt_tcase(s, "canary", 30);
 	tcase_add_test(tc, canary_guard_off_overflow);
+
+	tc = wt_tcase(s, "locked", 30);
+	tcase_add_test(tc, locked_guard_refused);
 
 	tc = wt_tcase(s, "tls", 30);
 	tcase_add_test(tc, tls_shared_by_worker);
