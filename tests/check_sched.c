@@ -794,7 +794,7 @@ START_TEST(drain_keeps_needed_cpus)
 	if (!drain_start("drain_keeps_needed_cpus", &cpus))
 		return;
 	cpu_need_start(os, t);
-	sleep(3);
+	sleep(5);
 	cpu_need_stop_all(os, t);
 	weft_stats_get(&s);
 	printf("drain_keeps_needed_cpus: %llu probes, %llu kept a drain, %llu switches\n",
@@ -802,11 +802,15 @@ START_TEST(drain_keeps_needed_cpus)
 	       (unsigned long long)s.switches);
 	if (!WT_DRAIN_SLOW)
 		ck_assert_uint_ge(s.drain_probes, 1);
-	/* One noisy win is tolerated (CI once saw a probe win under
-	 * NO_NEXT_SLOT on a loaded host): the -1 probe 0.2 s later gives
-	 * the worker back. A rule that keeps draining raises at every
-	 * probe (3 here, measured with the throughput test removed). */
-	ck_assert_uint_le(s.drain_raises, 1);
+	/* A rule that keeps draining raises at every probe (measured with
+	 * the throughput test removed). A probe that wins by noise is
+	 * tolerated (the -1 probe 0.2 s later gives the worker back): CI on
+	 * a loaded host saw one win in 3 probes under NO_NEXT_SLOT and two
+	 * under NO_SYNC_WAKE. So at most half the probes may keep a drain;
+	 * 5 s gives the backoff room for about 4 probes. */
+	ck_assert_msg(s.drain_raises <= s.drain_probes / 2 || s.drain_raises <= 1,
+		      "%llu of %llu probes kept a drain",
+		      (unsigned long long)s.drain_raises, (unsigned long long)s.drain_probes);
 	wt_shutdown();
 	ck_assert_int_eq(sched_setaffinity(0, sizeof(cpus), &cpus), 0);
 }
