@@ -131,23 +131,26 @@
  *
  *     poster P (maybe in a handler)        holder H
  *     -----------------------------        --------
- *     fadd deferred += n     (seq_cst)     xchg qlock = 0 (unlock, release)
- *     CAS qlock 0 -> 1       (seq_cst,     fence          (seq_cst)
+ *     fadd deferred += n     (seq_cst)     xchg qlock = 0 (unlock, seq_cst)
+ *     CAS qlock 0 -> 1       (seq_cst,     load deferred  (seq_cst)
  *                 success and failure)
- *       won: drain, sem_unlock               load deferred
- *       lost: return 0                       != 0: CAS qlock 0 -> 1;
- *                                                 won: drain, repeat
+ *       won: drain, sem_unlock               != 0: CAS qlock 0 -> 1;
+ *       lost: return 0                             won: drain, repeat
  *
  *   Why no deferred unit is stranded: if P's CAS fails it read a qlock
  *   value that precedes, in qlock's modification order, the unlock U of
- *   some holder H. Then P's CAS is coherence-ordered before U, U is
- *   sequenced before H's seq_cst fence, so P's fadd and CAS precede the
- *   fence in the single total order S (this is where the *failed* CAS
- *   must be seq_cst: a seq_cst load that read a value older than U is
- *   ordered before a seq_cst fence that follows U, C11 7.17.3; a relaxed
- *   failure is not in S at all), and H's load after the fence sees
- *   P's units (or a later value from which a drainer subtracted them,
- *   which it does only after granting them). If H's own retry CAS then
+ *   some holder H. Then P's CAS is coherence-ordered before U, and both
+ *   are seq_cst, so the CAS precedes U in the single total order S (this
+ *   is where the *failed* CAS must be seq_cst: a relaxed failure is not in
+ *   S at all). P's fadd is sequenced before its CAS and U before H's load,
+ *   so fadd < CAS < U < load in S, and H's seq_cst load sees P's units (or
+ *   a later value from which a drainer subtracted them, which it does only
+ *   after granting them). The unlock is a seq_cst exchange followed by a
+ *   seq_cst load rather than a release exchange and a seq_cst fence: the
+ *   same pairing, without a fence instruction (x86: the locked exchange
+ *   is already a full barrier and the load a plain move; a fence would
+ *   add an mfence to every unlock, two per wakeup: the waiter's and the
+ *   poster's). If H's own retry CAS then
  *   fails, a later holder H' took qlock after U; its unlock is also later
  *   than P's CAS in qlock's order, so the same argument applies to H'
  *   (by induction the last holder before qlock goes free drains). A
@@ -198,7 +201,7 @@ _Static_assert(sizeof(struct wft_sem) <= sizeof(weft_sem_t), "sem fits its publi
  * like wft_slock_lock.
  * seq_cst on failure too: in post_slow the *failed* CAS is the load half
  * of the deferred-post pair ("Posts from signal handlers"). The argument
- * that the holder's post-fence load sees the poster's fadd needs that
+ * that the holder's post-unlock load sees the poster's fadd needs that
  * load (which read qlock held) in the single total order S; a relaxed
  * failure is not in S and C11 would allow the holder to read deferred 0
  * while the poster read qlock 1: units stranded. (Common code generators
@@ -304,14 +307,12 @@ static void sem_unlock(struct wft_sem *s, struct wft_wake_q *wq)
 {
 	for (;;) {
 		drain_locked(s, wq);
-		wft_slock_unlock(&s->qlock);
-		/* seq_cst: the fence of the deferred-post pair: our unlock
-		 * before the load below, against the poster's fadd before its
-		 * CAS on qlock */
-		atomic_thread_fence(memory_order_seq_cst);
-		/* relaxed: ordered by the fence; drain_locked's own load
-		 * acquires */
-		if (wft_load(&s->deferred, relaxed) == 0 || !sem_trylock(s))
+		/* seq_cst unlock and seq_cst load: the holder's half of the
+		 * deferred-post pair ("Posts from signal handlers"), against
+		 * the poster's fadd before its CAS on qlock; drain_locked's
+		 * own load acquires what the posters published */
+		wft_slock_unlock_seq_cst(&s->qlock);
+		if (wft_load(&s->deferred, seq_cst) == 0 || !sem_trylock(s))
 			return;
 	}
 }
