@@ -335,6 +335,12 @@ static void *dispatcher(void *arg)
 		WT_CHECK(weft_sem_post(&srv_sem[d % NSERVERS]) == 0);
 		if (d >= 3)
 			WT_CHECK(weft_sem_wait(&reply_sem) == 0);
+		/* now and then a pause long enough for the other workers to
+		 * run dry and park, so the next wakes find the servers' last
+		 * worker parked and the wide rule is asked (host timing alone
+		 * may keep it busy for a whole run) */
+		if (d % 64 == 63)
+			WT_CHECK(weft_sleep_ns(2000000) == 0);
 	}
 	for (int d = 0; d < 3; d++)
 		WT_CHECK(weft_sem_wait(&reply_sem) == 0);
