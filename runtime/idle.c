@@ -93,8 +93,26 @@
  * ~0.2 us syscalls against a spin of up to 20 us); if it lost more than a
  * quarter (and over SPIN_LOST_MIN_NS), the kernel ran someone else on this
  * CPU while we spun, and the worker does not spin for SPIN_BACKOFF_NS;
- * contended again at the next sampled phase, it backs off twice as long
- * (up to SPIN_BACKOFF_MAX_NS), and a quiet sample resets the back-off.
+ * contended again within one back-off's length of its end, it backs off
+ * twice as long (up to SPIN_BACKOFF_MAX_NS); later, it starts over at
+ * SPIN_BACKOFF_NS. Quiet samples do not shorten a back-off: a 20 us phase
+ * fits inside one kernel time slice, so even on CPUs busy all the time
+ * most sampled phases are quiet and only some see a preemption;
+ * shortening on a quiet sample (tried: halving, and halving after four
+ * quiet ones in a row) kept the back-off at 10-20 ms, a back-off every
+ * few samples, 25-34 in 0.9 s at 16 workers. When the contention ends,
+ * spinning resumes at the end of the current back-off, at most
+ * SPIN_BACKOFF_MAX_NS later.
+ * The back-off is the runtime's, not the sampling worker's: the CPUs are
+ * shared by all workers, so when one finds them contended, none should
+ * spin. Per worker, oversubscribed (16 workers on 2 CPUs), each worker
+ * had to find the contention for itself while the others took the
+ * spinning slot in turn: a pinned sembench at 16 workers spent 13% of
+ * its samples in the spin's PAUSE loop with 514 back-offs in 2 s, and
+ * check_sched's spin_backoff_shared counted 76 in 0.9 s. A sample whose
+ * phase began before the back-off in force was set is ignored: it
+ * measured what another worker already judged. Cost: one shared line,
+ * read by every idle round and written only by a contended sample.
  * Rejected: counting involuntary context switches (getrusage): a worker
  * that kicks a parked peer is often preempted by it on its own CPU (the
  * kernel's wakeup preemption), so cross-worker ping-pong (weft-micro
@@ -453,18 +471,40 @@ static void spin_sample_end(struct wft_worker *w)
 	cpu = thread_cpu_ns();
 	if (!cpu || !w->spin_cpu0)
 		return;
+	/* A phase that began before the back-off now in force (or one set
+	 * while it ran) measured what another worker's sample already
+	 * judged: oversubscribed, many workers end overlapping samples at
+	 * once, and each would double the back-off or halve it again. */
+	if ((uint64_t)atomic_load_explicit(&wft_rt.spin_off_until, memory_order_relaxed) >
+	    (uint64_t)w->spin_wall0)
+		return;
 	wall = wft_now() - w->spin_wall0;
 	cpu -= w->spin_cpu0;
+	/* relaxed, all: hints shared by the workers; a lost update between
+	 * two samplers costs one back-off step or one spin phase */
 	if (wall > cpu && wall - cpu > SPIN_LOST_MIN_NS && wall - cpu > wall / 4) {
-		/* contended again right after a back-off: back off longer */
-		w->spin_backoff = w->spin_backoff ? w->spin_backoff * 2 : SPIN_BACKOFF_NS;
-		if (w->spin_backoff > SPIN_BACKOFF_MAX_NS)
-			w->spin_backoff = SPIN_BACKOFF_MAX_NS;
-		w->spin_off_until = wft_now() + w->spin_backoff;
+		/* contended within one back-off's length of the last one's
+		 * end: back off twice as long; later: start over */
+		uint64_t b = atomic_load_explicit(&wft_rt.spin_backoff, memory_order_relaxed);
+		uint64_t until = atomic_load_explicit(&wft_rt.spin_off_until, memory_order_relaxed);
+		weft_time_t now = wft_now();
+
+		b = b && now - until < b ? 2 * b : SPIN_BACKOFF_NS;
+		if (b > SPIN_BACKOFF_MAX_NS)
+			b = SPIN_BACKOFF_MAX_NS;
+		atomic_store_explicit(&wft_rt.spin_backoff, b, memory_order_relaxed);
+		atomic_store_explicit(&wft_rt.spin_off_until, now + b, memory_order_relaxed);
 		wft_stat_inc(w, spin_backoffs);
-	} else {
-		w->spin_backoff = 0;
 	}
+}
+
+/* Whether idle workers may spin now (not backed off: "Contended CPUs"). */
+static bool spin_allowed(void)
+{
+	/* relaxed: a hint (above) */
+	uint64_t until = atomic_load_explicit(&wft_rt.spin_off_until, memory_order_relaxed);
+
+	return !until || wft_now() >= until;
 }
 
 /* Cache trim. A parking worker gives its cached stacks back to the kernel
@@ -527,11 +567,9 @@ void wft_idle_run(struct wft_worker *w)
 		goto park;
 	}
 	/* A draining worker would not steal (runtime/drain.c): no spin */
-	if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) &&
-	    (!w->spin_off_until || wft_now() >= w->spin_off_until)) {
+	if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed()) {
 		int max = spinners_max();
 
-		w->spin_off_until = 0;
 		if (!spinning(w)) {
 			/* Take a spinning slot if fewer than max are taken. A CAS
 			 * loop, not a load and an add: two workers that both saw

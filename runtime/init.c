@@ -273,6 +273,8 @@ int weft_init(const weft_config_t *cfg)
 	}
 	wft_stats_reset_unsafe();
 	atomic_store_explicit(&wft_rt.nspinning, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.spin_off_until, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.spin_backoff, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.nidle, 0, memory_order_relaxed);
 	for (int i = 0; i < WEFT_WORKERS_MAX / 64; i++)
 	{

@@ -538,8 +538,6 @@ struct wft_worker {
 	bool spin_sampled;                /* this phase is sampled: */
 	weft_time_t spin_wall0;           /*   its start, wall clock */
 	uint64_t spin_cpu0;               /*   and this thread's CPU time */
-	weft_time_t spin_off_until;       /* no idle spinning before this time */
-	uint64_t spin_backoff;            /* the current back-off (ns), 0 = none */
 	/* DRAIN (runtime/drain.c): this worker's run-delay sample */
 	int ss_fd;                        /* /proc/thread-self/schedstat, or -1; owner */
 	uint64_t ss_wall, ss_delay;       /* last sample: wall time, run delay; owner */
@@ -607,6 +605,10 @@ struct wft_runtime {
 	int pin;
 	struct wft_worker **workers;
 	_Atomic int nspinning;            /* workers spinning for work */
+	/* idle.c "Contended CPUs": no worker spins before spin_off_until;
+	 * spin_backoff is the current back-off (ns, 0 = none). Hints. */
+	_Atomic uint64_t spin_off_until;
+	_Atomic uint64_t spin_backoff;
 	_Atomic int nidle;                /* workers that announced idle (parked or parking) */
 	_Atomic int ndeep;                /* idle workers parking without the idle tick
 	                                   * (idle.c "Idle tick") */
