@@ -70,7 +70,7 @@ static void atfork_child(void)
 {
 	/* relaxed: the child has one thread; the parent's state is whatever
 	 * it was at the fork (0 = no runtime: the child may start one) */
-	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != 0)
+	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != WFT_RT_STOPPED)
 		atomic_store_explicit(&wft_forked_child, 1, memory_order_relaxed);
 }
 
@@ -213,10 +213,10 @@ int weft_dump(int fd)
 	 * array); a dump racing weft_shutdown is the caller's race */
 	st = atomic_load_explicit(&wft_rt.state, memory_order_acquire);
 	outf(&o, "weft: thread dump (pid %d, runtime %s)\n", (int)getpid(),
-	     st == 2 ? "running" : st == 0 ? "stopped" : "starting or stopping");
+	     st == WFT_RT_RUNNING ? "running" : st == WFT_RT_STOPPED ? "stopped" : "starting or stopping");
 	outf(&o, "light threads:\n");
 	wft_dump_threads(fd, false);
-	if (st == 2) {
+	if (st == WFT_RT_RUNNING) {
 		outf(&o, "workers:\n");
 		for (int i = 0; i < wft_rt.nworkers; i++)
 			dump_worker(&o, wft_rt.workers[i]);

@@ -87,7 +87,7 @@ int weft_feature(const char *name)
 	for (unsigned i = 0; i < WFT_FEAT_COUNT; i++)
 		if (strcasecmp(feats[i].name, name) == 0) {
 			/* before the first init the defaults apply */
-			uint64_t m = atomic_load_explicit(&wft_rt.state, memory_order_acquire) ?
+			uint64_t m = atomic_load_explicit(&wft_rt.state, memory_order_acquire) != WFT_RT_STOPPED ?
 				     wft_features : wft_features_default();
 
 			return (int)((m >> i) & 1);

@@ -2,8 +2,8 @@
  * runtime/init.c - starting and stopping the runtime, configuration,
  * panics and fault injection.
  *
- * States of wft_rt.state: 0 stopped, 1 starting or stopping (init_lock
- * held), 2 running. weft_init and weft_shutdown serialise on init_lock;
+ * States of wft_rt.state (enum wft_rt_state): STOPPED, CHANGING (starting
+ * or stopping, init_lock held), RUNNING. weft_init and weft_shutdown serialise on init_lock;
  * the implicit init of weft_spawn goes through weft_init too, so two
  * racing first spawns start one runtime (the loser sees EBUSY and proceeds).
  *
@@ -218,7 +218,7 @@ int weft_init(const weft_config_t *cfg)
 		return ENOTSUP;
 	pthread_mutex_lock(&wft_rt.init_lock);
 	/* relaxed: init_lock orders state changes between init and shutdown */
-	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != 0) {
+	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != WFT_RT_STOPPED) {
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return EBUSY;
 	}
@@ -290,7 +290,7 @@ int weft_init(const weft_config_t *cfg)
 	atomic_store_explicit(&wft_rt.drain_next, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.drain_busy, 0, memory_order_relaxed);
 	memset(&wft_rt.drain, 0, sizeof(wft_rt.drain));
-	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.state, WFT_RT_CHANGING, memory_order_relaxed);
 
 	wft_fork_install();
 	wft_segv_install();
@@ -308,7 +308,7 @@ int weft_init(const weft_config_t *cfg)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (rc) {
-		atomic_store_explicit(&wft_rt.state, 0, memory_order_relaxed);
+		atomic_store_explicit(&wft_rt.state, WFT_RT_STOPPED, memory_order_relaxed);
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return rc;
 	}
@@ -317,7 +317,7 @@ int weft_init(const weft_config_t *cfg)
 		atexit(print_stats_at_exit);
 	/* release: publishes the workers array and config to weft_spawn callers
 	 * on other OS threads (acquire load there) */
-	atomic_store_explicit(&wft_rt.state, 2, memory_order_release);
+	atomic_store_explicit(&wft_rt.state, WFT_RT_RUNNING, memory_order_release);
 	pthread_mutex_unlock(&wft_rt.init_lock);
 	return 0;
 }
@@ -367,7 +367,7 @@ static int shutdown_until(weft_time_t deadline)
 	if (wft_in_forked_child())
 		return ENOTSUP;
 	pthread_mutex_lock(&wft_rt.init_lock);
-	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != 2) {
+	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != WFT_RT_RUNNING) {
 		pthread_mutex_unlock(&wft_rt.init_lock);
 		return EINVAL;
 	}
@@ -401,13 +401,13 @@ static int shutdown_until(weft_time_t deadline)
 		wft_futex_wait(&wft_rt.quiesce, 0, now + 1000000ull);
 	}
 	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
-	atomic_store_explicit(&wft_rt.state, 1, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.state, WFT_RT_CHANGING, memory_order_relaxed);
 	wft_dump_signal_stop();
 	wft_worker_stop_all();
 	wft_worker_free_all_unsafe();
 	wft_tcb_pool_fini_unsafe();
 	wft_stack_pool_trim();
-	atomic_store_explicit(&wft_rt.state, 0, memory_order_release);
+	atomic_store_explicit(&wft_rt.state, WFT_RT_STOPPED, memory_order_release);
 	pthread_mutex_unlock(&wft_rt.init_lock);
 	return 0;
 }
@@ -427,5 +427,5 @@ int weft_shutdown_timed(weft_time_t deadline)
 int weft_workers(void)
 {
 	/* acquire: pairs with the release store of RUNNING */
-	return atomic_load_explicit(&wft_rt.state, memory_order_acquire) == 2 ? wft_rt.nworkers : 0;
+	return atomic_load_explicit(&wft_rt.state, memory_order_acquire) == WFT_RT_RUNNING ? wft_rt.nworkers : 0;
 }

@@ -60,7 +60,7 @@ int weft_stats_get(weft_stats_t *s)
 	add_stats(s, &wft_stats_os);
 	/* acquire: pairs with the release store of RUNNING in weft_init, so
 	 * the workers array is visible */
-	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) == 2)
+	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) == WFT_RT_RUNNING)
 		for (int i = 0; i < wft_rt.nworkers; i++) {
 			add_stats(s, &wft_rt.workers[i]->stats);
 			add_born_dead(&s->spawns, &s->exits, wft_rt.workers[i]);

@@ -445,7 +445,7 @@ static __attribute__((noinline)) int spawn_check(const weft_attr_t *attr, size_t
 		if (attr->reserved[i])
 			return EINVAL;
 	/* acquire: pairs with the release store of RUNNING in weft_init */
-	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
+	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != WFT_RT_RUNNING) {
 		int rc = weft_init(NULL);
 
 		if (rc && rc != EBUSY)

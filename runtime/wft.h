@@ -596,8 +596,16 @@ struct wft_drain_ctl {
 	bool down_next;       /* HELD: the next probe is -1 (a +1 just lost) */
 };
 
+/* wft_rt.state. weft_init and weft_shutdown pass through CHANGING with
+ * init_lock held; only RUNNING means the workers exist. */
+enum wft_rt_state {
+	WFT_RT_STOPPED = 0,
+	WFT_RT_CHANGING = 1,              /* starting or stopping */
+	WFT_RT_RUNNING = 2,
+};
+
 struct wft_runtime {
-	_Atomic int state;                /* 0 stopped, 1 starting, 2 running, 3 stopping */
+	_Atomic int state;                /* enum wft_rt_state (runtime/init.c) */
 	int nworkers;
 	int ncpu;                         /* CPUs this process may run on (affinity) */
 	uint64_t seed;                    /* of the workers' rng (WEFT_SEED, init.c) */
