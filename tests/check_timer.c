@@ -112,37 +112,79 @@ START_TEST(early_wake_cancels_timer)
 }
 END_TEST
 
-/* Unparks racing deadlines: every round ends with the thread runnable,
- * never a lost wakeup (it would hang until the 10 s tcase timeout). */
-static _Atomic long got;
+/* Unparks racing deadlines, in lockstep. Round i: the racer announces
+ * it (tv_ready = i) and parks with a deadline of 0-6 us, again and again,
+ * until it sees tv_got >= i; the main thread waits for the announcement,
+ * lets 0-10 us pass (so its unpark lands before, during or after the
+ * racer's timeouts), stores tv_got = i and unparks. An unpark that races
+ * a timeout must not be lost: either a park returns 0 for it, or it stays
+ * pending. So when the racer saw tv_got >= i after a timed-out park, one
+ * more park with a TV_CHECK_NS deadline must return 0 (at once if the
+ * token is pending, or when the main thread's unpark comes); ETIMEDOUT
+ * there is a lost wakeup, counted in tv_lost. (Without the check, the
+ * racer's own microsecond deadlines hid a lost unpark: the next timeout
+ * woke it anyway.) Each round consumes its unpark, so no stale token
+ * carries into the next round. */
+#define TV_ROUNDS 5000
+#define TV_BUDGET_NS 3000000000ull
+#define TV_CHECK_NS 2000000000ull
+static _Atomic long tv_ready, tv_got, tv_lost, tv_rounds;
 
 static void *racer(void *arg)
 {
-	long n = (long)arg;
+	weft_time_t end = weft_now_ns() + TV_BUDGET_NS;
+	long i;
 
-	for (long i = 0; i < n; i++) {
-		while (atomic_load(&got) <= i)
-			weft_park_until(weft_now_ns() + (uint64_t)(i % 7) * 1000);
+	(void)arg;
+	for (i = 1; i <= TV_ROUNDS; i++) {
+		int r = ETIMEDOUT;
+
+		atomic_store(&tv_ready, i);
+		while (atomic_load(&tv_got) < i)
+			r = weft_park_until(weft_now_ns() + (uint64_t)(i % 7) * 1000);
+		if (r == ETIMEDOUT &&
+		    weft_park_until(weft_now_ns() + TV_CHECK_NS) == ETIMEDOUT)
+			atomic_fetch_add(&tv_lost, 1);
+		if (weft_now_ns() > end)
+			break;
 	}
+	atomic_store(&tv_rounds, i > TV_ROUNDS ? TV_ROUNDS : i);
+	atomic_store(&tv_ready, -1);   /* done */
 	return NULL;
 }
 
 START_TEST(timeout_vs_unpark)
 {
-	enum { N = 20000 };
 	weft_thread_t t;
 	weft_attr_t a;
+	long i;
 
 	wt_init(_i);
-	atomic_store(&got, 0);
+	atomic_store(&tv_ready, 0);
+	atomic_store(&tv_got, 0);
+	atomic_store(&tv_lost, 0);
+	atomic_store(&tv_rounds, 0);
 	weft_attr_init(&a);
 	a.worker = weft_workers() - 1;
-	ck_assert_int_eq(weft_spawn(&t, racer, (void *)(long)N, &a), 0);
-	for (long i = 1; i <= N; i++) {
-		atomic_store(&got, i);
-		weft_unpark(t);
+	ck_assert_int_eq(weft_spawn(&t, racer, NULL, &a), 0);
+	for (i = 1;; i++) {
+		long r;
+		weft_time_t until;
+
+		while ((r = atomic_load(&tv_ready)) != i && r != -1)
+			weft_yield();
+		if (r == -1)
+			break;
+		until = weft_now_ns() + (uint64_t)(i * 7 % 11) * 1000;
+		while (weft_now_ns() < until)
+			;
+		atomic_store(&tv_got, i);
+		ck_assert_int_eq(weft_unpark(t), 0);
 	}
 	ck_assert_int_eq(weft_join(t, NULL), 0);
+	ck_assert_msg(atomic_load(&tv_lost) == 0, "%ld lost unparks in %ld rounds",
+		      (long)atomic_load(&tv_lost), (long)atomic_load(&tv_rounds));
+	ck_assert_int_ge(atomic_load(&tv_rounds), 100);
 	wt_shutdown();
 }
 END_TEST
