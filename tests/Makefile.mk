@@ -66,6 +66,10 @@ tests_soak_wake_CFLAGS = $(AM_CFLAGS)
 tests_soak_wake_LDADD = libweft.la -lpthread
 dist_noinst_SCRIPTS += tests/soak.sh
 
+# CI's skip check (.ci/run): tests/skips.sh and its per-stage limits
+dist_noinst_SCRIPTS += tests/skips.sh
+EXTRA_DIST += tests/skips.expected
+
 include tests/sync.mk
 include tests/chan.mk
 include tests/io.mk

@@ -1571,7 +1571,7 @@ START_TEST(uring_unavailable_fallback)
 	int status;
 
 	if (WT_ON_VALGRIND()) {
-		printf("uring_unavailable_fallback: skipped on Valgrind (no io_uring there anyway)\n");
+		wt_skip("io/uring_unavailable_fallback: on Valgrind (no io_uring there anyway)");
 		return;
 	}
 	fflush(stdout);
@@ -1590,7 +1590,7 @@ START_TEST(uring_unavailable_fallback)
 	ck_assert_msg(WEXITSTATUS(status) == 0, "fallback child failed (its stderr says why)");
 #else
 	(void)_i;
-	printf("uring_unavailable_fallback: skipped (no seccomp arch for this build)\n");
+	wt_skip("io/uring_unavailable_fallback: no seccomp arch for this build");
 #endif
 }
 END_TEST

@@ -54,8 +54,9 @@ static bool needs(const char *test, const char *switches)
 	snprintf(buf, sizeof(buf), "%s", switches);
 	for (char *f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save))
 		if (weft_feature(f) != 1) {
-			printf("SKIP wake/%s: needs %s (WEFT_FEATURES turns it off)\n", test, f);
+			wt_skip("wake/%s: needs %s (WEFT_FEATURES turns it off)", test, f);
 			ok = false;
+			break;   /* one skip per test */
 		}
 	wt_shutdown();
 	return ok;
@@ -274,7 +275,7 @@ START_TEST(affine_pulls_to_waker)
 {
 	/* without the next slot, the pulled wakee is surplus on worker 0 and
 	 * an idle worker steals it: placed affine, run elsewhere */
-	if (!needs("affine_pulls_to_waker", "NEXT_SLOT"))
+	if (!needs("affine_pulls_to_waker", "NEXT_SLOT,WAKE_AFFINE"))
 		return;
 	/* R2 on: X, whose last worker (1) is parked, runs on the waker's 0 */
 	int on1 = px_run("NO_DRAIN", 0);
@@ -385,7 +386,7 @@ START_TEST(wide_waker_not_pulled)
 
 	/* without stealing, the servers never leave the dispatcher's worker,
 	 * so the wide rule is never asked (R1) */
-	if (!needs("wide_waker_not_pulled", "STEAL"))
+	if (!needs("wide_waker_not_pulled", "STEAL,WAKE_WIDE"))
 		return;
 	off = wide_run("NO_DRAIN,NO_WAKE_WIDE");
 

@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <weft.h>
 
@@ -85,7 +86,21 @@ double wt_stress_seconds(void);
  * added to s (tests may still be added to it). */
 TCase *wt_tcase(Suite *s, const char *name, double timeout_s);
 
-/* Run a suite: srunner with default settings; returns the exit status. */
+/* Run a suite: srunner with default settings; returns the exit status:
+ * EXIT_FAILURE if a test failed, else 77 (automake's SKIP) if every test
+ * skipped, else EXIT_SUCCESS. Prints "skipped: N of M tests" at the end
+ * (tests/skips.sh reads it from the log). */
 int wt_run_suite(Suite *s);
+
+/* Record that the calling test skips (Check has no skip of its own): print
+ * "SKIP suite/test: reason" and count it for wt_run_suite's summary. The
+ * test then returns without asserting. Works across Check's fork. */
+void wt_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* For tests that need two CPUs, or two workers: true if there are; else
+ * the skip is recorded (wt_skip, naming test) and, for the second, the
+ * runtime is stopped again. */
+bool wt_have_two_cpus(const char *test);
+bool wt_init_two_workers(const char *test);
 
 #endif
