@@ -546,6 +546,180 @@ static weft_time_t cache_trim(struct wft_worker *w, bool deep)
 	return WEFT_TIME_INFINITE;
 }
 
+/* The spin phase of an idle round: take a spinning slot if fewer than
+ * spinners_max() are taken, then look for work for up to IDLE_SPIN_NS.
+ * Returns true if work was found (found_work() done). */
+static bool idle_spin(struct wft_worker *w)
+{
+	struct weft_thread *t;
+	int max = spinners_max();
+
+	if (!spinning(w)) {
+		/* Take a spinning slot if fewer than max are taken. A CAS
+		 * loop, not a load and an add: two workers that both saw
+		 * one slot left took it both (the limit overshot by one per
+		 * racer). relaxed: a count of lookers, a hint for wake_one,
+		 * whose own 0 -> 1 CAS needs no order with ours */
+		int n = atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed);
+
+		while (n < max && !atomic_compare_exchange_weak_explicit(&wft_rt.nspinning,
+				&n, n + 1, memory_order_relaxed, memory_order_relaxed))
+			;
+		if (n < max) {
+			atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
+			spinner_hint_set(w);
+		}
+	}
+	/* relaxed: checks the count alone; every slot is taken by this
+	 * CAS or by wake_one's 0 -> 1, so no value read exceeds max */
+	WFT_ASSERT(atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) <= max);
+	if (spinning(w)) {
+		weft_time_t end = wft_now() + IDLE_SPIN_NS;
+
+		spin_sample_start(w, end - IDLE_SPIN_NS);
+		do {
+			for (int i = 0; i < 16; i++)
+				wft_cpu_relax();
+			if (wft_worker_has_work(w) ||
+			    atomic_load_explicit(&wft_rt.stopping, memory_order_relaxed)) {
+				found_work(w, NULL);
+				spin_sample_end(w);
+				return true;
+			}
+			t = try_steal(w);
+			if (t) {
+				found_work(w, t);
+				spin_sample_end(w);
+				return true;
+			}
+			/* I/O: with DEFER_TASKRUN the kernel only flags
+			 * completions; they become CQEs (and wake their
+			 * threads) when this worker reaps, so a spinning
+			 * worker that did not look would sit out the spin
+			 * (request of the I/O work: 1-worker echo ping-pong
+			 * 19-21k -> 24-25k round trips/s) */
+			if (w->ring && wft_uring_poll(w)) {
+				found_work(w, NULL);
+				spin_sample_end(w);
+				return true;
+			}
+			if (atomic_load_explicit(&w->timers.next, memory_order_relaxed) <= wft_now())
+				break;
+		} while (wft_now() < end);
+		wft_idle_spin_stop(w);
+		spin_sample_end(w);
+	}
+	return false;
+}
+
+/* The park's re-check of the other workers (part of the load half of the
+ * Park pattern, with STEAL): a victim's stranded next slot asks for a
+ * look again soon (*look_again), a mailbox being taken for a watch
+ * (*watch_mail); private-only work gets a split request. Returns true if
+ * the park must be cancelled: there is work to take now. */
+static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *watch_mail)
+{
+	for (int i = 0; i < wft_rt.nworkers; i++) {
+		struct wft_worker *v = wft_rt.workers[i];
+
+		if (v == w)
+			continue;
+		if (wft_worker_next_stranded(w, v))
+			*look_again = true;
+		switch (mail_watch(w, v)) {
+		case MAIL_TAKEN:
+			return true;
+		case MAIL_WATCHING:
+			*watch_mail = true;
+			break;
+		}
+		if (wft_runq_has_work(v)) {
+			/* private-only work: ask the owner to publish; it
+			 * will kick us (see Surplus) */
+			if (atomic_load_explicit(&v->rq.tail, memory_order_relaxed) !=
+			    atomic_load_explicit(&v->rq.head, memory_order_relaxed)) {
+				w->steal_hint = v;   /* try_steal's first victim */
+				return true;
+			}
+			atomic_store_explicit(&v->rq.split_req, 1, memory_order_relaxed);
+		}
+	}
+	return false;
+}
+
+/* The park's deadline: the next timer (TIMER_EARLY_NS ahead), a look
+ * again soon, the idle tick, or the stack cache trim, whichever comes
+ * first. *deep: this worker counted itself in ndeep (undone after the
+ * sleep). Returns 0 if the next timer is too close to sleep at all. */
+static weft_time_t park_deadline(struct wft_worker *w, bool look_again, bool watch_mail,
+				 bool *deep)
+{
+	weft_time_t deadline;
+
+	/* relaxed: only the owner arms timers on its heap, and it is here */
+	deadline = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
+	if (deadline != WEFT_TIME_INFINITE) {
+		/* Wake TIMER_EARLY_NS ahead and poll the rest (see there). */
+		if (deadline <= wft_now() + TIMER_EARLY_NS)
+			return 0;
+		deadline -= TIMER_EARLY_NS;
+	}
+	{
+		/* Look again soon while a victim strands a thread in its next
+		 * slot; otherwise, while some worker is awake, at least every
+		 * IDLE_TICK_NS (relaxed: a hint, see "Idle tick"). */
+		weft_time_t again = WEFT_TIME_INFINITE;
+
+		if (look_again) {
+			again = wft_now() + NEXT_LOOK_AGAIN_NS;
+		} else if (watch_mail) {
+			again = wft_now() + MAIL_LOOK_AGAIN_NS;
+		} else if (wft_feat(STEAL)) {
+			/* seq_cst, both: count ourselves deep first, then look
+			 * whether anyone is awake; a worker that wakes up does
+			 * nidle-- (seq_cst, idle_clear) and later reads ndeep
+			 * (seq_cst) before leaving a thread in its next slot:
+			 * either we see it awake and tick, or it sees us deep
+			 * and kicks someone (wft_idle_strand_check). */
+			atomic_fetch_add_explicit(&wft_rt.ndeep, 1, memory_order_seq_cst);
+			*deep = true;
+			if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers) {
+				again = wft_now() + IDLE_TICK_NS;
+				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
+				*deep = false;
+			} else {
+				/* relaxed: a preference hint for wake_deep */
+				atomic_store_explicit(&w->deep, true, memory_order_relaxed);
+			}
+		}
+		if (again < deadline) {
+			deadline = again;
+			w->tick_parked = !look_again && !watch_mail;
+		}
+	}
+
+	{
+		/* The pool goes when every worker sleeps: "deep" says so where
+		 * STEAL counts it; without STEAL nobody counts deep (the tick is
+		 * a steal look), and the pool was never trimmed while the
+		 * runtime ran (test thread/stack_cache_trimmed_when_idle under
+		 * NO_STEAL). relaxed: a hint; a stale count trims a little early
+		 * (the next burst maps again) or at the next idle period */
+		bool all_idle = *deep ||
+			(!wft_feat(STEAL) &&
+			 atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) >= wft_rt.nworkers);
+		weft_time_t trim_at = cache_trim(w, all_idle);
+
+		/* Not tick_parked: that flag would survive an io_uring
+		 * completion's wakeup (only a kick clears it) and make the next
+		 * idle round skip its spin (found by review); a trim wakeup
+		 * costs one spin phase per idle period instead. */
+		if (trim_at < deadline)
+			deadline = trim_at;
+	}
+	return deadline;
+}
+
 void wft_idle_run(struct wft_worker *w)
 {
 	struct weft_thread *t;
@@ -562,72 +736,13 @@ void wft_idle_run(struct wft_worker *w)
 	/* After a park that only had the idle tick as deadline, look once
 	 * (the steal above) and park again without spinning: the tick is a
 	 * periodic look, not news of work (see "Idle tick"). */
-	if (w->tick_parked) {
+	if (w->tick_parked)
 		w->tick_parked = false;
-		goto park;
-	}
-	/* A draining worker would not steal (runtime/drain.c): no spin */
-	if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed()) {
-		int max = spinners_max();
+	/* a draining worker would not steal (runtime/drain.c): no spin */
+	else if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed() &&
+		 idle_spin(w))
+		return;
 
-		if (!spinning(w)) {
-			/* Take a spinning slot if fewer than max are taken. A CAS
-			 * loop, not a load and an add: two workers that both saw
-			 * one slot left took it both (the limit overshot by one per
-			 * racer). relaxed: a count of lookers, a hint for wake_one,
-			 * whose own 0 -> 1 CAS needs no order with ours */
-			int n = atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed);
-
-			while (n < max && !atomic_compare_exchange_weak_explicit(&wft_rt.nspinning,
-					&n, n + 1, memory_order_relaxed, memory_order_relaxed))
-				;
-			if (n < max) {
-				atomic_store_explicit(&w->spinning, 1, memory_order_relaxed);
-				spinner_hint_set(w);
-			}
-		}
-		/* relaxed: checks the count alone; every slot is taken by this
-		 * CAS or by wake_one's 0 -> 1, so no value read exceeds max */
-		WFT_ASSERT(atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) <= max);
-		if (spinning(w)) {
-			weft_time_t end = wft_now() + IDLE_SPIN_NS;
-
-			spin_sample_start(w, end - IDLE_SPIN_NS);
-			do {
-				for (int i = 0; i < 16; i++)
-					wft_cpu_relax();
-				if (wft_worker_has_work(w) ||
-				    atomic_load_explicit(&wft_rt.stopping, memory_order_relaxed)) {
-					found_work(w, NULL);
-					spin_sample_end(w);
-					return;
-				}
-				t = try_steal(w);
-				if (t) {
-					found_work(w, t);
-					spin_sample_end(w);
-					return;
-				}
-				/* I/O: with DEFER_TASKRUN the kernel only flags
-				 * completions; they become CQEs (and wake their
-				 * threads) when this worker reaps, so a spinning
-				 * worker that did not look would sit out the spin
-				 * (request of the I/O work: 1-worker echo ping-pong
-				 * 19-21k -> 24-25k round trips/s) */
-				if (w->ring && wft_uring_poll(w)) {
-					found_work(w, NULL);
-					spin_sample_end(w);
-					return;
-				}
-				if (atomic_load_explicit(&w->timers.next, memory_order_relaxed) <= wft_now())
-					break;
-			} while (wft_now() < end);
-			wft_idle_spin_stop(w);
-			spin_sample_end(w);
-		}
-	}
-
-park:
 	/* Park: announce, re-check, sleep. A worker that wake_one() handed the
 	 * spinning slot gives it back first, also when IDLE_SPIN is off: a
 	 * parked worker that kept it would leave nspinning at 1 forever, and
@@ -654,94 +769,12 @@ park:
 	    wft_runq_size(w) > 0 ||
 	    atomic_load_explicit(&wft_rt.stopping, memory_order_seq_cst))
 		goto cancel;
-	if (wft_feat(STEAL) && !wft_worker_draining(w)) {
-		for (int i = 0; i < wft_rt.nworkers; i++) {
-			struct wft_worker *v = wft_rt.workers[i];
-
-			if (v == w)
-				continue;
-			if (wft_worker_next_stranded(w, v))
-				look_again = true;
-			switch (mail_watch(w, v)) {
-			case MAIL_TAKEN:
-				goto cancel;
-			case MAIL_WATCHING:
-				watch_mail = true;
-				break;
-			}
-			if (wft_runq_has_work(v)) {
-				/* private-only work: ask the owner to publish; it
-				 * will kick us (see Surplus) */
-				if (atomic_load_explicit(&v->rq.tail, memory_order_relaxed) !=
-				    atomic_load_explicit(&v->rq.head, memory_order_relaxed)) {
-					w->steal_hint = v;   /* try_steal's first victim */
-					goto cancel;
-				}
-				atomic_store_explicit(&v->rq.split_req, 1, memory_order_relaxed);
-			}
-		}
-	}
-	/* relaxed: only the owner arms timers on its heap, and it is here */
-	deadline = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
-	if (deadline != WEFT_TIME_INFINITE) {
-		/* Wake TIMER_EARLY_NS ahead and poll the rest (see there). */
-		if (deadline <= wft_now() + TIMER_EARLY_NS)
-			goto cancel;
-		deadline -= TIMER_EARLY_NS;
-	}
-	{
-		/* Look again soon while a victim strands a thread in its next
-		 * slot; otherwise, while some worker is awake, at least every
-		 * IDLE_TICK_NS (relaxed: a hint, see "Idle tick"). */
-		weft_time_t again = WEFT_TIME_INFINITE;
-
-		if (look_again) {
-			again = wft_now() + NEXT_LOOK_AGAIN_NS;
-		} else if (watch_mail) {
-			again = wft_now() + MAIL_LOOK_AGAIN_NS;
-		} else if (wft_feat(STEAL)) {
-			/* seq_cst, both: count ourselves deep first, then look
-			 * whether anyone is awake; a worker that wakes up does
-			 * nidle-- (seq_cst, idle_clear) and later reads ndeep
-			 * (seq_cst) before leaving a thread in its next slot:
-			 * either we see it awake and tick, or it sees us deep
-			 * and kicks someone (wft_idle_strand_check). */
-			atomic_fetch_add_explicit(&wft_rt.ndeep, 1, memory_order_seq_cst);
-			deep = true;
-			if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers) {
-				again = wft_now() + IDLE_TICK_NS;
-				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
-				deep = false;
-			} else {
-				/* relaxed: a preference hint for wake_deep */
-				atomic_store_explicit(&w->deep, true, memory_order_relaxed);
-			}
-		}
-		if (again < deadline) {
-			deadline = again;
-			w->tick_parked = !look_again && !watch_mail;
-		}
-	}
-
-	{
-		/* The pool goes when every worker sleeps: "deep" says so where
-		 * STEAL counts it; without STEAL nobody counts deep (the tick is
-		 * a steal look), and the pool was never trimmed while the
-		 * runtime ran (test thread/stack_cache_trimmed_when_idle under
-		 * NO_STEAL). relaxed: a hint; a stale count trims a little early
-		 * (the next burst maps again) or at the next idle period */
-		bool all_idle = deep ||
-			(!wft_feat(STEAL) &&
-			 atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) >= wft_rt.nworkers);
-		weft_time_t trim_at = cache_trim(w, all_idle);
-
-		/* Not tick_parked: that flag would survive an io_uring
-		 * completion's wakeup (only a kick clears it) and make the next
-		 * idle round skip its spin (found by review); a trim wakeup
-		 * costs one spin phase per idle period instead. */
-		if (trim_at < deadline)
-			deadline = trim_at;
-	}
+	if (wft_feat(STEAL) && !wft_worker_draining(w) &&
+	    park_recheck_victims(w, &look_again, &watch_mail))
+		goto cancel;
+	deadline = park_deadline(w, look_again, watch_mail, &deep);
+	if (!deadline)
+		goto cancel;
 	wft_stat_inc(w, parks);
 	if (w->ring)
 		wft_uring_wait(w, deadline);
