@@ -560,8 +560,10 @@ START_TEST(spin_backoff_shared)
 	       (unsigned long long)n, W);
 	/* 0.9 s of doubling back-offs from 10 ms is 7; a quiet stretch
 	 * longer than the back-off (the burners preempted) restarts the
-	 * doubling: 7-10 seen. Each worker backing off on its own gave 76. */
-	ck_assert_uint_le(n, 20);
+	 * doubling: 7-10 seen, 22 with CI and other builds on the CPUs.
+	 * Each worker backing off on its own gave 76: the limit is under
+	 * half of that. */
+	ck_assert_uint_le(n, 36);
 	wt_shutdown();
 }
 END_TEST
