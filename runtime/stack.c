@@ -382,9 +382,10 @@ static char *chunk_get(struct chunk_class *k)
 			 * them on this mapping because it is locked
 			 * (mlockall(MCL_FUTURE) locks every new chunk): either
 			 * way every later chunk would refuse too, so guarded
-			 * stacks go legacy from now on. Anything else (ENOMEM
-			 * for page tables, EINTR) is transient: this stack
-			 * goes legacy, the next one tries again. */
+			 * stacks go legacy from now on. Anything else (ENOMEM:
+			 * no memory for page tables) may pass: this stack goes
+			 * legacy, the next one tries again. No other errno is
+			 * special-cased. */
 			if (errno == EINVAL)
 				guard_markers = -1;
 			/* a chunk with no slot carved is unreachable from

@@ -104,14 +104,13 @@
  *   weft_sem_post and weft_sem_post_n may be called from a signal handler,
  *   as sem_post(3). The danger is qlock: the handler may have interrupted
  *   a thread that holds it, and a handler that spins on it never returns.
- *   So no post ever waits for qlock. A post whose lockless CAS sees WAITERS
- *   tries qlock once (CAS 0 -> 1); if that fails it adds its units to
- *   s->deferred, a lock-free counter, and tries once more; if that fails
- *   too it returns 0, and the thread that holds qlock grants the units
- *   before it is done (holders call drain_locked() right after taking
- *   qlock and again after every unlock, in sem_unlock()). The rest of a
- *   post is lock-free already: the wake queue's flush CASes mailboxes and
- *   kicks with futex or eventfd syscalls.
+ *   So no post ever waits for qlock: a post whose lockless CAS sees
+ *   WAITERS makes one RMW on the lock word, which either takes qlock (it
+ *   was free) or adds the post's units to the deferred count kept in the
+ *   same word (it was held), and in the second case returns 0 at once;
+ *   the thread that holds qlock grants the units before it lets go. The
+ *   rest of a post is lock-free already: the wake queue's flush CASes
+ *   mailboxes and kicks with futex or eventfd syscalls.
  *   Where the handler runs matters. Workers are created with every signal
  *   blocked except SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS,
  *   SIGABRT, SIGPIPE, SIGXFSZ, SIGXCPU, SIGPROF and SIGVTALRM
@@ -129,43 +128,107 @@
  *   then takes the target worker's rqlock (spinning), and a handler that
  *   interrupted a holder of that lock on its own OS thread spins forever.
  *
- *     poster P (maybe in a handler)        holder H
- *     -----------------------------        --------
- *     fadd deferred += n     (seq_cst)     xchg qlock = 0 (unlock, seq_cst)
- *     CAS qlock 0 -> 1       (seq_cst,     load deferred  (seq_cst)
- *                 success and failure)
- *       won: drain, sem_unlock               != 0: CAS qlock 0 -> 1;
- *       lost: return 0                             won: drain, repeat
+ * Lock word (s->lk, 64 bits): qlock and the deferred count in one word
  *
- *   Why no deferred unit is stranded: if P's CAS fails it read a qlock
- *   value that precedes, in qlock's modification order, the unlock U of
- *   some holder H. Then P's CAS is coherence-ordered before U, and both
- *   are seq_cst, so the CAS precedes U in the single total order S (this
- *   is where the *failed* CAS must be seq_cst: a relaxed failure is not in
- *   S at all). P's fadd is sequenced before its CAS and U before H's load,
- *   so fadd < CAS < U < load in S, and H's seq_cst load sees P's units (or
- *   a later value from which a drainer subtracted them, which it does only
- *   after granting them). The unlock is a seq_cst exchange followed by a
- *   seq_cst load rather than a release exchange and a seq_cst fence: the
- *   same pairing, without a fence instruction (x86: the locked exchange
- *   is already a full barrier and the load a plain move; a fence would
- *   add an mfence to every unlock, two per wakeup: the waiter's and the
- *   poster's). If H's own retry CAS then
- *   fails, a later holder H' took qlock after U; its unlock is also later
- *   than P's CAS in qlock's order, so the same argument applies to H'
- *   (by induction the last holder before qlock goes free drains). A
- *   handler that interrupts H on H's own thread: before H's unlock its
- *   CAS fails and H's later check (program order) sees its units; after
- *   the unlock its CAS succeeds.
- *   A drain reads deferred (acquire: pairs with the release half of the
- *   poster's fadd, so what the poster did before the post happens before
- *   the wakee's return, through the flush's WOKEN), grants that many
- *   units and only then subtracts them (release), so a unit is always in
- *   deferred, in the value or with a waiter: a trywait that reads
- *   deferred 0 (acquire) and then the value misses none.
- *   What a deferred post gives up: it cannot report EOVERFLOW (a drain
- *   caps the value at WEFT_SEM_VALUE_MAX), and until a drain a trywait
- *   does not see it as value (trywait then takes qlock and drains).
+ *   bits 63..32         | bits 31..0
+ *   deferred (units)    | state: FREE 0, HELD 1, SLEEPERS 2
+ *
+ *   state     qlock: HELD, or SLEEPERS (held, and a locker may sleep on
+ *             the futex: the holder must wake one when it lets go). The
+ *             futex is the state half alone (sem_futex), so a post that
+ *             only changes deferred does not disturb a sleeper's futex
+ *             wait. The kernel reads that half by itself; C code only
+ *             ever accesses the whole 64-bit word.
+ *   deferred  Units posted while qlock was held, not yet granted.
+ *
+ *   L1. state FREE => deferred == 0. (A post adds units only with a CAS
+ *       that saw qlock held; a holder lets go only with a CAS that saw
+ *       deferred 0.) So whoever takes qlock has no units to drain.
+ *   L2. After init, every write to lk is an RMW (CAS or fetch_sub). An
+ *       RMW reads the last value before its own write in lk's
+ *       modification order (C11 7.17.3), so RMWs on lk never miss one
+ *       another; and the release sequence headed by any release RMW on lk
+ *       runs through every later write (all are RMWs), so an acquire of lk
+ *       synchronizes with every earlier release on it, whichever thread's
+ *       RMW came in between.
+ *
+ *     operation            RMW on lk                         order
+ *     lock (sem_lock)      CAS 0 -> HELD; slow path: spin,   acquire
+ *                          CAS state HELD -> SLEEPERS        relaxed
+ *                          keeping deferred, futex wait;
+ *                          CAS FREE -> SLEEPERS              acquire
+ *     post, qlock free     CAS 0 -> HELD (then as a holder)  acquire
+ *     post, qlock held     CAS deferred += n, state kept     release
+ *     drain (holder)       load; grant; fetch_sub deferred   acquire;
+ *                                                            release
+ *     unlock (holder)      CAS {state, 0} -> 0; if it fails  release
+ *                          on deferred != 0: drain, retry;
+ *                          if state was SLEEPERS: futex wake
+ *
+ *   The three races this must survive, and why none can happen:
+ *
+ *   Lost deferred unit. A post P adds units while H holds qlock, and H
+ *   lets go without them. H lets go only by a CAS that expects deferred
+ *   0, and P's add is a CAS that expects qlock held; both are RMWs of the
+ *   same word, so one comes first in lk's modification order and the
+ *   other reads its result (L2). P first: H's CAS reads deferred != 0 and
+ *   fails, and H drains P's units before it tries again. H first: P's CAS
+ *   reads FREE and fails; P retries, takes qlock itself and grants its
+ *   own units. No fence and no seq_cst is needed, and no argument about
+ *   the order of accesses to two different words.
+ *
+ *   Use after free by a destroyer. After a post's units can be seen, any
+ *   thread may take them (trywait, the fast path, a waiter granted by a
+ *   drain whose wake a flush already sent), call weft_sem_destroy and
+ *   free s; POSIX allows it once no thread is blocked on s, so a post
+ *   must not touch *s after the RMW that lets go of it. That RMW is the
+ *   lockless CAS of a fast post (nothing follows), the deferred add of a
+ *   post that found qlock held (nothing follows: return 0), or the unlock
+ *   CAS of a post that held qlock (sem_unlock: only the futex wake
+ *   follows, then the flush, which touches the waiters' records, not s).
+ *   A destroyer that took a unit cannot free s before that RMW either:
+ *   destroy takes qlock itself, and qlock is held until the unlock CAS;
+ *   the deferred add leaves the holder to release. The futex wake after
+ *   the unlock CAS is the one exception, and harmless: FUTEX_WAKE_PRIVATE
+ *   computes its key from the address and never reads the memory, so on
+ *   freed memory it wakes nobody, and on memory reused for another futex
+ *   it wakes a thread spuriously, which every futex waiter allows (it
+ *   re-checks its word). The other callers keep the same rule: wait_slow
+ *   does not touch s after its unlock unless I4 keeps s alive (timeout);
+ *   trywait takes its unit under qlock when it drains; destroy only
+ *   flushes.
+ *
+ *   A handler posting while its own thread holds qlock. The handler's CAS
+ *   reads HELD or SLEEPERS and adds to deferred; it never waits. The
+ *   interrupted holder's own unlock CAS then fails on deferred != 0 and it
+ *   drains. A handler that interrupts a thread between its unlock CAS and
+ *   its futex wake finds qlock FREE and takes it (L1: nothing to drain); a
+ *   handler that interrupts a thread spinning or sleeping in sem_lock
+ *   takes qlock or defers to whoever holds it. A post's CAS loop is
+ *   lock-free: each failure means another RMW on lk succeeded.
+ *
+ *   Order of a drain. The holder reads deferred (acquire: pairs with the
+ *   posters' release CAS, so what a poster did before the post happens
+ *   before the grant, hence before the wakee's return through the flush's
+ *   WOKEN), grants that many units and only then subtracts them
+ *   (release). So a unit is always in deferred, in the value or with a
+ *   waiter, and a trywait that reads deferred 0 (acquire: the subtraction
+ *   or a later RMW, L2) and then the value misses none; one that reads
+ *   deferred != 0 takes qlock, whose previous holder drained everything
+ *   before its unlock (L1), and looks under it.
+ *
+ *   Width of deferred. 32 bits hold 2^32 - 1 = 2 * WEFT_SEM_VALUE_MAX + 1
+ *   units, and the add saturates there instead of wrapping. A drain hands
+ *   one unit to each queued waiter and caps the value at
+ *   WEFT_SEM_VALUE_MAX (the documented fate of a deferred post, which
+ *   cannot report EOVERFLOW: its poster has returned), so a saturated
+ *   count loses only units that the cap would drop anyway, unless more
+ *   than 2^31 threads wait on s, which no process can hold (each needs its
+ *   own stack).
+ *
+ *   Why 64 bits: a 32-bit word would leave 30 bits for deferred, fewer
+ *   than one post_n of WEFT_SEM_VALUE_MAX needs. The futex stays 32-bit
+ *   by waiting on the state half.
  *
  * Rejected alternatives
  *   - Waking waiters to retry the decrement (2.2-era semaphores, seed 003):
@@ -184,36 +247,37 @@
 
 struct wft_sem {
 	_Atomic uint64_t v;           /* value | WAITERS | DESTROYED */
-	struct wft_slock qlock;
+	_Atomic uint64_t lk;          /* qlock state | deferred ("Lock word") */
 	uint32_t leaving;             /* I4: cancelled records a poster
 	                               * unlinked, owners not yet back; qlock */
-	_Atomic uint32_t deferred;    /* units posted while qlock was held,
-	                               * not yet granted ("signal handlers") */
 	struct wft_waitq q;           /* FIFO; qlock */
 };
 _Static_assert(sizeof(struct wft_sem) <= sizeof(weft_sem_t), "sem fits its public type");
 
 #define sem_of(ps) ((struct wft_sem *)(void *)(ps))
 
-/* One attempt at qlock, never a wait: what a post (maybe in a signal
- * handler) may do.
- * seq_cst on success: it acquires the previous holder's critical section,
- * like wft_slock_lock.
- * seq_cst on failure too: in post_slow the *failed* CAS is the load half
- * of the deferred-post pair ("Posts from signal handlers"). The argument
- * that the holder's post-unlock load sees the poster's fadd needs that
- * load (which read qlock held) in the single total order S; a relaxed
- * failure is not in S and C11 would allow the holder to read deferred 0
- * while the poster read qlock 1: units stranded. (Common code generators
- * emit the same instructions for both, which is why it never showed; the
- * model is what we argue from.) sem_unlock's retry does not need it and
- * shares the helper. */
-static inline bool sem_trylock(struct wft_sem *s)
-{
-	uint32_t z = 0;
+/* Lock word ("Lock word"). */
+#define WFT_SEM_LK_FREE     ((uint64_t)0)
+#define WFT_SEM_LK_HELD     ((uint64_t)1)
+#define WFT_SEM_LK_SLEEPERS ((uint64_t)2)
+#define WFT_SEM_LK_STATE    ((uint64_t)0xffffffffu)
+#define WFT_SEM_LK_DSHIFT   32
+#define WFT_SEM_LK_DMAX     ((uint64_t)0xffffffffu)
 
-	return atomic_compare_exchange_strong_explicit(&s->qlock.v, &z, 1,
-			memory_order_seq_cst, memory_order_seq_cst);
+/* Bounded spin before a locker sleeps on the futex; the same trade-off
+ * as the slock's (sync/wake_q.c WFT_SLOCK_SPINS): the critical sections
+ * are queue edits of tens of ns. */
+#define WFT_SEM_LOCK_SPINS 64
+
+/* The futex word: the state half of lk. Address arithmetic only; the
+ * kernel reads the 32 bits there, C code never does. */
+static inline _Atomic uint32_t *sem_futex(struct wft_sem *s)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (_Atomic uint32_t *)(void *)&s->lk;
+#else
+	return (_Atomic uint32_t *)(void *)((char *)&s->lk + 4);
+#endif
 }
 
 /* Give n units under qlock: to queued waiters first (into wq), the rest to
@@ -270,51 +334,114 @@ static int grant_locked(struct wft_sem *s, uint64_t n, struct wft_wake_q *wq, bo
 	}
 }
 
-/* Grant every deferred unit. Context: any, holding qlock.
+/* Grant every deferred unit ("Order of a drain"). Context: any, holding
+ * qlock. Returns the lock word after the subtraction.
  * The units stay counted in deferred until they are granted: read, grant,
- * then subtract. (Exchanging deferred to 0 first left them in neither
- * deferred nor the value while the grant ran, and a trywait that looked
- * then returned EAGAIN right after its own thread's post.) qlock makes us
- * the only drainer and posters only add, so deferred >= d at the
- * subtraction and what is left is what came in meanwhile. */
-static void drain_locked(struct wft_sem *s, struct wft_wake_q *wq)
+ * then subtract. (Taking them out first left them in neither deferred nor
+ * the value while the grant ran, and a trywait that looked then returned
+ * EAGAIN right after its own thread's post.) qlock makes us the only
+ * drainer and posters only add, so deferred >= d at the subtraction and
+ * what is left is what came in meanwhile. */
+static uint64_t drain_locked(struct wft_sem *s, struct wft_wake_q *wq)
 {
-	/* acquire: pairs with the posters' seq_cst fadd (its release half):
-	 * what a poster did before posting happens before the grant, hence
-	 * before the wakee's return (through the flush's WOKEN) */
-	uint32_t d = wft_load(&s->deferred, acquire);
+	/* acquire: pairs with the posters' release CAS (L2: whichever RMW
+	 * came in between): what a poster did before posting happens before
+	 * the grant, hence before the wakee's return */
+	uint64_t w = wft_load(&s->lk, acquire);
+	uint64_t d = w >> WFT_SEM_LK_DSHIFT;
 
-	if (wft_likely(d == 0))
-		return;
 	(void)grant_locked(s, d, wq, true);
 	/* release: the grant (the value's CAS or store, the claimed records)
-	 * happens before any acquire load of deferred that reads this value
-	 * or a later one (every later write is an RMW, so it continues the
-	 * release sequence): trywait's check relies on it */
-	wft_fsub(&s->deferred, d, release);
+	 * happens before any acquire load of lk that reads this value or a
+	 * later one (L2): trywait's check relies on it. The state half is
+	 * untouched (deferred >= d, so no borrow). */
+	return wft_fsub(&s->lk, d << WFT_SEM_LK_DSHIFT, release) -
+	       (d << WFT_SEM_LK_DSHIFT);
 }
 
-/* Take qlock (may wait: not for a poster) and grant deferred units. */
-static void sem_lock(struct wft_sem *s, struct wft_wake_q *wq)
+__attribute__((noinline, cold))
+static void sem_lock_slow(struct wft_sem *s)
 {
-	wft_slock_lock(&s->qlock);
-	drain_locked(s, wq);
-}
+	uint64_t w;
 
-/* Drop qlock; then take it back and drain as long as deferred units came
- * in meanwhile and nobody else holds it ("Posts from signal handlers"). */
-static void sem_unlock(struct wft_sem *s, struct wft_wake_q *wq)
-{
-	for (;;) {
-		drain_locked(s, wq);
-		/* seq_cst unlock and seq_cst load: the holder's half of the
-		 * deferred-post pair ("Posts from signal handlers"), against
-		 * the poster's fadd before its CAS on qlock; drain_locked's
-		 * own load acquires what the posters published */
-		wft_slock_unlock_seq_cst(&s->qlock);
-		if (wft_load(&s->deferred, seq_cst) == 0 || !sem_trylock(s))
+	for (unsigned i = 0; i < WFT_SEM_LOCK_SPINS; i++) {
+		wft_cpu_relax();
+		/* relaxed: test before test-and-set, re-checked by the CAS */
+		w = wft_load(&s->lk, relaxed);
+		/* acquire: as in sem_lock */
+		if ((w & WFT_SEM_LK_STATE) == WFT_SEM_LK_FREE &&
+		    wft_cas(&s->lk, &w, w | WFT_SEM_LK_HELD, acquire))
 			return;
 	}
+	/* relaxed: acted on only through the CASes below */
+	w = wft_load(&s->lk, relaxed);
+	for (;;) {
+		switch (w & WFT_SEM_LK_STATE) {
+		case WFT_SEM_LK_FREE:
+			/* acquire: as in sem_lock. We keep SLEEPERS while we
+			 * hold (we cannot know whether others sleep), which
+			 * costs at most one spurious futex wake. (L1: w is 0;
+			 * the OR keeps any deferred units for our unlock to
+			 * drain all the same.) */
+			if (wft_cas(&s->lk, &w, w | WFT_SEM_LK_SLEEPERS, acquire))
+				return;
+			continue;
+		case WFT_SEM_LK_HELD:
+			/* relaxed: only announces a sleeper to the holder's
+			 * unlock CAS, which reads it (an RMW of the same word);
+			 * the deferred half is kept */
+			if (!wft_cas(&s->lk, &w, (w & ~WFT_SEM_LK_STATE) |
+				     WFT_SEM_LK_SLEEPERS, relaxed))
+				continue;
+			break;
+		default:
+			break;
+		}
+		/* returns at once unless the state half is still SLEEPERS
+		 * (the kernel compares it under its bucket lock): an unlock
+		 * and its wake before this sleep are not lost */
+		wft_futex_wait(sem_futex(s), (uint32_t)WFT_SEM_LK_SLEEPERS,
+			       WEFT_TIME_INFINITE);
+		/* relaxed: as above */
+		w = wft_load(&s->lk, relaxed);
+	}
+}
+
+/* Take qlock (may wait: never from a post). By L1 there is nothing to
+ * drain. Context: any but a signal handler. */
+static inline void sem_lock(struct wft_sem *s)
+{
+	uint64_t z = WFT_SEM_LK_FREE;
+
+	/* acquire: the critical section reads what the previous holder wrote;
+	 * pairs with the release CAS in sem_unlock */
+	if (wft_likely(wft_cas(&s->lk, &z, WFT_SEM_LK_HELD, acquire)))
+		return;
+	sem_lock_slow(s);
+}
+
+/* Drop qlock, granting deferred units first ("Lock word"). The unlock
+ * CAS is the last access to *s: the caller must not touch s afterwards
+ * unless it otherwise knows s is alive (I4), and the futex wake below
+ * may hit freed memory, harmlessly ("Use after free by a destroyer"). */
+static void sem_unlock(struct wft_sem *s, struct wft_wake_q *wq)
+{
+	uint64_t w = WFT_SEM_LK_HELD;   /* the common case: no sleeper */
+
+	for (;;) {
+		if ((w >> WFT_SEM_LK_DSHIFT) != 0) {
+			w = drain_locked(s, wq);
+			continue;
+		}
+		/* release: publishes the critical section to the next
+		 * holder's acquire CAS. Fails (relaxed: the new w is acted on
+		 * only through the next CAS or the drain's acquire load) when
+		 * a sleeper announced itself or units were deferred. */
+		if (wft_cas(&s->lk, &w, WFT_SEM_LK_FREE, release))
+			break;
+	}
+	if ((w & WFT_SEM_LK_STATE) == WFT_SEM_LK_SLEEPERS)
+		wft_futex_wake(sem_futex(s), 1);
 }
 
 /*
@@ -344,7 +471,7 @@ int weft_sem_destroy(weft_sem_t *ps)
 
 	if (!ps)
 		return EINVAL;
-	sem_lock(s, &wq);
+	sem_lock(s);
 	/* relaxed: under qlock, the word's lockless writers are the caller's
 	 * own concurrent use, which destroy forbids */
 	if (wft_load(&s->v, relaxed) & WFT_SEM_DESTROYED)
@@ -384,7 +511,7 @@ static int wait_slow(struct wft_sem *s, weft_time_t deadline)
 	int r;
 
 	wft_swaiter_init(&sw, 0);
-	sem_lock(s, &wq);
+	sem_lock(s);
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&s->v, relaxed);
 	for (;;) {
@@ -423,7 +550,7 @@ static int wait_slow(struct wft_sem *s, weft_time_t deadline)
 		if (wft_swaiter_cancel(&sw)) {
 			/* I4: s still counts us, so it is alive */
 			wq = (struct wft_wake_q){ 0 };
-			sem_lock(s, &wq);
+			sem_lock(s);
 			if (sw.queued) {
 				wft_waitq_remove(&s->q, &sw);
 				if (wft_waitq_empty(&s->q))
@@ -486,21 +613,28 @@ int weft_sem_trywait(weft_sem_t *ps)
 		return EINVAL;
 	if (try_take(s))
 		return 0;
-	/* Deferred units count until granted (drain_locked). Read deferred
-	 * before the value: 0 means every unit deferred before this load
-	 * (our own thread's earlier post included: coherence) was granted,
-	 * and the acquire makes the grant visible to the try_take below; a
-	 * unit in a drainer's hands is still in deferred, and we take qlock,
-	 * which the drainer holds, and look after it is done. (Value first,
-	 * then deferred, could read the value before a grant and deferred
-	 * after it.)
-	 * acquire: pairs with drain_locked's release fetch_sub */
-	if (wft_load(&s->deferred, acquire) != 0) {
+	/* Deferred units count until granted ("Order of a drain"). Read
+	 * deferred before the value: 0 means every unit deferred before this
+	 * load (our own thread's earlier post included: coherence) was
+	 * granted, and the acquire makes the grant visible to the try_take
+	 * below. (Value first, then deferred, could read the value before a
+	 * grant and deferred after it.) Non-zero: a holder has them; take
+	 * qlock, whose previous holder drained them before letting go (L1),
+	 * and look under it: after our unlock we must not touch s (a unit we
+	 * drained may let another thread destroy it).
+	 * acquire: pairs with drain_locked's release subtraction (L2) */
+	if ((wft_load(&s->lk, acquire) >> WFT_SEM_LK_DSHIFT) != 0) {
 		struct wft_wake_q wq = { 0 };
+		int r;
 
-		sem_lock(s, &wq);
+		sem_lock(s);
+		if (try_take(s))
+			r = 0;
+		else    /* relaxed: under qlock; a snapshot for the error code */
+			r = (wft_load(&s->v, relaxed) & WFT_SEM_DESTROYED) ? EINVAL : EAGAIN;
 		sem_unlock(s, &wq);
 		wft_wake_q_flush(&wq);
+		return r;
 	}
 	if (try_take(s))
 		return 0;
@@ -508,22 +642,35 @@ int weft_sem_trywait(weft_sem_t *ps)
 	return (wft_load(&s->v, relaxed) & WFT_SEM_DESTROYED) ? EINVAL : EAGAIN;
 }
 
-/* The slow post: WAITERS was set. Never waits for qlock (see "Posts from
- * signal handlers"). Returns 0 or EOVERFLOW. */
+/* The slow post: WAITERS was set. One RMW on lk takes qlock or defers
+ * our units to its holder; never a wait ("Posts from signal handlers").
+ * Returns 0 or EOVERFLOW. */
 __attribute__((noinline))
 static int post_slow(struct wft_sem *s, unsigned n, struct wft_wake_q *wq)
 {
+	/* relaxed: acted on only through the CAS */
+	uint64_t w = wft_load(&s->lk, relaxed);
 	int r;
 
-	if (!sem_trylock(s)) {
-		/* seq_cst: the fadd half of the deferred-post pair; its release
-		 * half publishes what we did before the post to the drainer */
-		wft_fadd(&s->deferred, n, seq_cst);
-		if (!sem_trylock(s))
-			return 0;   /* the holder drains our units */
-		n = 0;              /* ours are in deferred now */
+	for (;;) {
+		if ((w & WFT_SEM_LK_STATE) == WFT_SEM_LK_FREE) {
+			/* acquire: as in sem_lock (L1: w is 0) */
+			if (wft_cas(&s->lk, &w, w | WFT_SEM_LK_HELD, acquire))
+				break;
+		} else {
+			uint64_t d = (w >> WFT_SEM_LK_DSHIFT) + n;
+
+			if (d > WFT_SEM_LK_DMAX)   /* "Width of deferred" */
+				d = WFT_SEM_LK_DMAX;
+			/* release: publishes what we did before the post to the
+			 * drainer's acquire load. After it we do not touch s:
+			 * the holder grants our units, and whoever takes them
+			 * may destroy s ("Use after free by a destroyer") */
+			if (wft_cas(&s->lk, &w, (d << WFT_SEM_LK_DSHIFT) |
+				    (w & WFT_SEM_LK_STATE), release))
+				return 0;
+		}
 	}
-	drain_locked(s, wq);
 	r = grant_locked(s, n, wq, false);
 	sem_unlock(s, wq);
 	return r;

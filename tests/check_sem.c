@@ -17,10 +17,17 @@
  *            other threads hold qlock and drain deferred posts (regression:
  *            EAGAIN while a drainer had exchanged deferred to 0 but not
  *            yet added the units to the value)
+ * destroy_after_post
+ *            a thread takes a slow post's unit, destroys the semaphore and
+ *            makes its page inaccessible while the poster is still in its
+ *            post call (regression: the poster read the deferred count and
+ *            retried qlock after its unlock)
  */
 #include "tests/sync_common.h"
 
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 START_TEST(test_basic)
@@ -758,6 +765,195 @@ START_TEST(test_own_post_trywait)
 }
 END_TEST
 
+/* A post must not touch the semaphore after the RMW that lets go of it:
+ * a thread that takes the posted unit may destroy and free it at once
+ * (POSIX: destroying is safe once nobody is blocked on it).
+ * Per round: E maps a page, puts a semaphore there (value 0); W waits on
+ * it; P posts 2 once W is (very likely) queued, so its post takes the
+ * slow path: it grants W one unit and the value the other under qlock.
+ * E takes that unit with trywait as soon as it appears, destroys the
+ * semaphore and makes the page inaccessible (PROT_NONE, unmapped only
+ * 256 rounds later, so no new mapping reuses the address meanwhile): a
+ * later access by P faults in any build. The window (P between its
+ * unlock and the end of its post call) is a few instructions, so a timer
+ * signals P every 8-20 us (seeded), and the handler, when it lands
+ * inside the post (post_wq: the call is only the post, the flush comes
+ * after it), holds P up to 100 us or until E has poisoned the page (a
+ * granted W may be woken after the destroy: it no longer touches the
+ * semaphore). It reaches the window in some of a few thousand rounds.
+ * If E got both units (P's post took the fast path: W had not queued
+ * yet), it gives W's back and waits for W before destroying. */
+enum { UAF_RING = 256 };
+
+struct uaf {
+	_Atomic(weft_sem_t *) cur;       /* this round's semaphore */
+	_Atomic long round;              /* published by E */
+	_Atomic long w_ready;            /* W announced: about to wait */
+	_Atomic long w_done;             /* W returned */
+	_Atomic long poisoned;           /* E made that round's page PROT_NONE */
+	_Atomic int posting;             /* P is inside its post call */
+	_Atomic long held_round;         /* the handler held P in that round */
+	_Atomic int stop;
+	_Atomic long slow_rounds, fast_rounds, held;
+	uint64_t seed;
+};
+
+static struct uaf uaf;
+
+static uint64_t uaf_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void uaf_handler(int sig)
+{
+	(void)sig;
+	if (!atomic_load(&uaf.posting))
+		return;
+	long r = atomic_load(&uaf.round);
+	uint64_t until = uaf_now() + 100000;
+
+	/* once per post: the timer period is shorter than the hold */
+	if (atomic_load(&uaf.held_round) == r)
+		return;
+	atomic_store(&uaf.held_round, r);
+	atomic_fetch_add(&uaf.held, 1);
+	while (atomic_load(&uaf.poisoned) < r && uaf_now() < until)
+		;
+}
+
+static void *uaf_waiter(void *arg)
+{
+	(void)arg;
+	for (long r = 1; ; r++) {
+		weft_sem_t *s;
+
+		while (atomic_load(&uaf.round) < r) {
+			if (atomic_load(&uaf.stop))
+				return NULL;
+			sched_yield();
+		}
+		s = atomic_load(&uaf.cur);
+		atomic_store(&uaf.w_ready, r);
+		WT_CHECK(weft_sem_wait(s) == 0);
+		atomic_store(&uaf.w_done, r);
+	}
+}
+
+static void *uaf_poster(void *arg)
+{
+	uint64_t rng = uaf.seed ^ 0x5555;
+	struct sigevent sev = { 0 };
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	timer_t tm;
+
+	(void)arg;
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGUSR1;
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	WT_CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0);
+	its.it_value.tv_nsec = 8000 + (long)(wt_rand(&rng) % 12000);
+	its.it_interval = its.it_value;
+	WT_CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+	for (long r = 1; ; r++) {
+		weft_wakeq_t wq;
+		uint64_t t;
+
+		while (atomic_load(&uaf.w_ready) < r) {
+			if (atomic_load(&uaf.stop))
+				goto out;
+			sched_yield();
+		}
+		/* let W queue itself: it is an OS thread, a few us */
+		t = uaf_now() + 2000 + wt_rand(&rng) % 6000;
+		while (uaf_now() < t)
+			sched_yield();
+		WT_CHECK(weft_wakeq_init(&wq) == 0);
+		atomic_store(&uaf.posting, 1);
+		WT_CHECK(weft_sem_post_wq(atomic_load(&uaf.cur), 2, &wq) == 0);
+		atomic_store(&uaf.posting, 0);
+		weft_wakeq_flush(&wq);
+	}
+out:
+	timer_delete(tm);
+	return NULL;
+}
+
+START_TEST(test_destroy_after_post)
+{
+	static void *ring[UAF_RING];
+	struct sigaction sa = { 0 };
+	pthread_t w, p;
+	long pg = sysconf(_SC_PAGESIZE), r;
+	uint64_t end;
+
+	wt_init(0);
+	memset(&uaf, 0, sizeof(uaf));
+	uaf.seed = wt_seed();
+	sa.sa_handler = uaf_handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	ck_assert_int_eq(pthread_create(&w, NULL, uaf_waiter, NULL), 0);
+	ck_assert_int_eq(pthread_create(&p, NULL, uaf_poster, NULL), 0);
+	end = uaf_now() + (uint64_t)(wt_stress_seconds() * 1e9);
+	for (r = 1; uaf_now() < end; r++) {
+		void *pgp = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		weft_sem_t *s = pgp;
+		int got = 0, rc;
+
+		ck_assert_ptr_ne(pgp, MAP_FAILED);
+		ck_assert_int_eq(weft_sem_init(s, 0), 0);
+		atomic_store(&uaf.cur, s);
+		atomic_store(&uaf.round, r);
+		while ((rc = weft_sem_trywait(s)) == EAGAIN)
+			sched_yield();
+		ck_assert_int_eq(rc, 0);
+		got = 1;
+		if (weft_sem_trywait(s) == 0)
+			got = 2;
+		if (got == 2) {
+			/* fast path: W has not taken its unit yet */
+			ck_assert_int_eq(weft_sem_post(s), 0);
+			while (atomic_load(&uaf.w_done) < r)
+				sched_yield();
+			atomic_fetch_add(&uaf.fast_rounds, 1);
+		} else {
+			atomic_fetch_add(&uaf.slow_rounds, 1);
+		}
+		/* W is granted or done: nobody is blocked on s */
+		ck_assert_int_eq(weft_sem_destroy(s), 0);
+		ck_assert_int_eq(mprotect(pgp, (size_t)pg, PROT_NONE), 0);
+		atomic_store(&uaf.poisoned, r);
+		if (ring[r % UAF_RING])
+			munmap(ring[r % UAF_RING], (size_t)pg);
+		ring[r % UAF_RING] = pgp;
+	}
+	/* the last round's W may still be on its way out of its wait */
+	while (atomic_load(&uaf.w_done) < r - 1)
+		sched_yield();
+	atomic_store(&uaf.stop, 1);
+	ck_assert_int_eq(pthread_join(p, NULL), 0);
+	ck_assert_int_eq(pthread_join(w, NULL), 0);
+	for (int i = 0; i < UAF_RING; i++)
+		if (ring[i]) {
+			munmap(ring[i], (size_t)pg);
+			ring[i] = NULL;
+		}
+	wt_assert_no_failure();
+	printf("destroy_after_post: rounds=%ld slow=%ld fast=%ld held=%ld\n",
+	       r - 1, atomic_load(&uaf.slow_rounds),
+	       atomic_load(&uaf.fast_rounds), atomic_load(&uaf.held));
+	/* the test must have exercised the slow path */
+	ck_assert_int_gt(atomic_load(&uaf.slow_rounds), 0);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *sem_suite(void)
 {
 	Suite *s = suite_create("sem");
@@ -787,6 +983,9 @@ static Suite *sem_suite(void)
 
 	tc = wt_tcase(s, "own_post", 60);
 	tcase_add_loop_test(tc, test_own_post_trywait, 0, wt_nconfigs);
+
+	tc = wt_tcase(s, "destroy_after_post", 30);
+	tcase_add_test(tc, test_destroy_after_post);
 	return s;
 }
 
