@@ -1638,6 +1638,205 @@ START_TEST(test_rwlock_no_lost_wakeup)
 }
 END_TEST
 
+/* ---- an rwlock freed right after its last unlock ----
+ * POSIX lets a thread destroy an rwlock as soon as it is unlocked, and
+ * programs free one right after the last unlock they see (a refcounted
+ * object whose last user drops it). So pthread_rwlock_unlock must not
+ * touch the lock after the atomic operation that releases it, except for
+ * a futex wake (harmless on freed memory). It used to bump a sequence
+ * word and read a sleeper count after the release: a write to and a read
+ * of memory another thread may already have unmapped (found by review).
+ * Each lock lives alone on a page that is unmapped right after destroy,
+ * so a late access faults (SIGSEGV fails the test) with or without a
+ * sanitizer. Choices come from a seeded stream (WEFT_TEST_SEED). */
+#define UF_PAGE 4096
+
+static uint64_t uf_seed(void)
+{
+	const char *s = getenv("WEFT_TEST_SEED");
+	uint64_t seed = s && *s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+	printf("rwlock unlock-freed seed: %llu (WEFT_TEST_SEED)\n", (unsigned long long)seed);
+	return seed * 0x9e3779b97f4a7c15ull | 1;
+}
+
+static uint64_t uf_next(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static pthread_rwlock_t *uf_map(void)
+{
+	void *p = mmap(NULL, UF_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The unlocker's peer is its own signal handler. A per-thread timer
+ * interrupts this thread every UF_TICK_NS; when it interrupts
+ * pthread_rwlock_unlock (uf_armed is set around the call) after the
+ * release (trywrlock succeeds), the handler does what another thread does
+ * that runs while the unlocker is preempted right after its release: it
+ * takes the lock, unlocks it, destroys it and unmaps its page. The
+ * interrupted unlock then resumes on an unmapped page. Without the handler
+ * this needs a preemption inside a window of a few instructions; with it,
+ * every tick that lands in the window is a hit (thousands a second). */
+#define UF_TICK_NS 20000
+static pthread_rwlock_t *_Atomic uf_armed;
+static atomic_long uf_hits;
+
+static void uf_handler(int sig)
+{
+	int saved = errno;
+	pthread_rwlock_t *rw = atomic_load(&uf_armed);
+
+	(void)sig;
+	if (rw && pthread_rwlock_trywrlock(rw) == 0) {
+		atomic_store(&uf_armed, NULL);
+		pthread_rwlock_unlock(rw);
+		pthread_rwlock_destroy(rw);
+		munmap(rw, UF_PAGE);
+		atomic_fetch_add(&uf_hits, 1);
+	}
+	errno = saved;
+}
+
+START_TEST(test_rwlock_unlock_freed)
+{
+	uint64_t rng = uf_seed();
+	struct sigaction sa = { .sa_handler = uf_handler }, old;
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR2 };
+	struct itimerspec its = { { 0, UF_TICK_NS }, { 0, UF_TICK_NS } };
+	timer_t tm;
+	pthread_rwlock_t *rw = NULL;
+	long n = 0;
+	int bad = 0;
+
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR2, &sa, &old), 0);
+	sev._sigev_un._tid = gettid();
+	ck_assert_int_eq(timer_create(CLOCK_MONOTONIC, &sev, &tm), 0);
+	ck_assert_int_eq(timer_settime(tm, 0, &its, NULL), 0);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* no ck_assert in the loop: each one records its line with a write */
+	do {
+		for (int i = 0; i < 256 && !bad; i++, n++) {
+			if (!rw && !(rw = uf_map())) {
+				bad = 1;
+				break;
+			}
+			bad |= pthread_rwlock_init(rw, NULL) != 0;
+			if (uf_next(&rng) & 1)
+				bad |= pthread_rwlock_rdlock(rw) != 0;
+			else
+				bad |= pthread_rwlock_wrlock(rw) != 0;
+			atomic_store(&uf_armed, rw);
+			bad |= pthread_rwlock_unlock(rw) != 0;
+			if (atomic_exchange(&uf_armed, NULL))
+				bad |= pthread_rwlock_destroy(rw) != 0;
+			else
+				rw = NULL; /* the handler took it, destroyed and unmapped it */
+		}
+	} while (!bad && elapsed_ms(&t0, CLOCK_MONOTONIC) < 1500);
+	timer_delete(tm);
+	sigaction(SIGUSR2, &old, NULL);
+	if (rw)
+		munmap(rw, UF_PAGE);
+	printf("rwlock unlock-freed: %ld unlocks, %ld freed inside the unlock\n", n,
+	       atomic_load(&uf_hits));
+	ck_assert_msg(!bad, "an rwlock call failed (iteration %ld)", n);
+	ck_assert_int_gt(atomic_load(&uf_hits), 0); /* the window was hit */
+}
+END_TEST
+
+/* The same with two threads and sleepers: a holder takes the lock, its
+ * peer waits for it (spinning on trywrlock or asleep in wrlock, a seeded
+ * choice), gets it when the holder unlocks, unlocks, destroys it and
+ * unmaps its page without waiting for the holder's unlock to return. The
+ * holder's unlock may then futex-wake the unmapped word (harmless) but
+ * must touch nothing else. More loops than CPUs, so that a holder is
+ * preempted inside its unlock now and then. Bounded: 1.5 s. */
+#define UF_LOOPS 3
+struct uf_pair {
+	pthread_rwlock_t *rw;
+	atomic_int held;
+	int rd;
+	unsigned spin;
+};
+
+static void *uf_holder(void *arg)
+{
+	struct uf_pair *p = arg;
+	pthread_rwlock_t *rw = p->rw;
+
+	if ((p->rd ? pthread_rwlock_rdlock(rw) : pthread_rwlock_wrlock(rw)) != 0)
+		return (void *)1;
+	atomic_store(&p->held, 1);
+	for (unsigned i = 0; i < p->spin; i++)
+		__asm__ __volatile__("" ::: "memory");
+	return (void *)(long)pthread_rwlock_unlock(rw);
+}
+
+static void *uf_loop(void *arg)
+{
+	uint64_t rng = (uint64_t)(uintptr_t)arg;
+	long n = 0;
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct uf_pair p = { .rw = uf_map() };
+		pthread_t t;
+		void *ret;
+		uint64_t r = uf_next(&rng);
+
+		if (!p.rw || pthread_rwlock_init(p.rw, NULL) != 0)
+			return (void *)-1;
+		p.rd = r & 1;
+		p.spin = (unsigned)(r >> 8) % 20000;
+		if (pthread_create(&t, NULL, uf_holder, &p) != 0)
+			return (void *)-1;
+		while (!atomic_load(&p.held))
+			sched_yield();
+		if (r & 2) {
+			while (pthread_rwlock_trywrlock(p.rw) != 0)
+				__asm__ __volatile__("" ::: "memory");
+		} else if (pthread_rwlock_wrlock(p.rw) != 0) {
+			return (void *)-1;
+		}
+		if (pthread_rwlock_unlock(p.rw) != 0 || pthread_rwlock_destroy(p.rw) != 0)
+			return (void *)-1;
+		munmap(p.rw, UF_PAGE); /* the holder may still be inside its unlock */
+		if (pthread_join(t, &ret) != 0 || ret != NULL)
+			return (void *)-1;
+		n++;
+	} while (elapsed_ms(&t0, CLOCK_MONOTONIC) < 1500);
+	return (void *)n;
+}
+
+START_TEST(test_rwlock_unlock_freed_threads)
+{
+	uint64_t rng = uf_seed();
+	pthread_t t[UF_LOOPS];
+	long total = 0;
+
+	for (int i = 0; i < UF_LOOPS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, uf_loop,
+						(void *)(uintptr_t)(uf_next(&rng) | 1)), 0);
+	for (int i = 0; i < UF_LOOPS; i++) {
+		void *r;
+
+		ck_assert_int_eq(pthread_join(t[i], &r), 0);
+		ck_assert_int_ge((long)r, 1);
+		total += (long)r;
+	}
+	printf("rwlock unlock-freed (threads): %ld rounds\n", total);
+}
+END_TEST
+
 /* A semaphore as a completion on memory the waiter frees at once: the
  * post must not touch the semaphore after the increment that lets the
  * waiter go (it read the waiter count there: a read of freed memory,
@@ -1730,6 +1929,8 @@ int main(void)
 	tcase_add_test(tc, test_rwlock_writer_progress);
 	tcase_add_test(tc, test_rwlock_no_lost_wakeup);
 	tcase_add_test(tc, test_rwlock_writer_timeout_wakes_reader);
+	tcase_add_test(tc, test_rwlock_unlock_freed);
+	tcase_add_test(tc, test_rwlock_unlock_freed_threads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("other");
 	tcase_set_timeout(tc, 60);

@@ -1,18 +1,53 @@
 /* libweft-preload.so: pthread_cond_*.
  *
- * A sequence condvar. A waiter, holding the mutex, reads seq, counts itself
- * in waiters and records its mutex, unlocks the mutex and sleeps with
- * futex_wait(seq, the value it read). signal: if anyone waits, seq++ and
- * wake one. broadcast: seq++, wake one and requeue every other sleeper onto
- * the mutex's lock word (FUTEX_CMP_REQUEUE), so that they come back one at
- * a time as the mutex is unlocked instead of a herd fighting for it.
+ * A sequence condvar. seq is the futex word: signal, broadcast, destroy
+ * and a cancelled waiter passing a signal on bump it. waiters counts the
+ * threads between the start of a wait and their return; mutex is the first
+ * mutex a waiter used; flags holds WP_COND_MIXED.
  *
- * No lost wakeup: the waiter's seq read and waiters++ happen under the
- * mutex, before its unlock. A signaller that changed the predicate under
- * the mutex after that unlock sees waiters > 0 and bumps seq (both
- * seq_cst); the kernel compares seq with the value read when queueing the
- * waiter, so either the waiter is already queued (and is woken or
- * requeued) or its futex_wait returns at once.
+ * Wait: holding the mutex, read seq, count itself in waiters, record its
+ * mutex, unlock the mutex, futex_wait(seq, the value it read).
+ * Signal: if waiters > 0, seq++ and FUTEX_WAKE one sleeper on seq.
+ * Broadcast: if waiters > 0, s = ++seq. If every waiter so far used the
+ * same mutex of ours (not MIXED, not a glibc mutex), one
+ * FUTEX_CMP_REQUEUE(seq, wake 1, move up to INT_MAX to the mutex's lock
+ * word, compare with s): the kernel, holding the hash-bucket locks of
+ * both words, first compares seq with s. If seq moved since our increment
+ * (another signal, broadcast, destroy or pass-on bumped it), it does
+ * nothing and returns EAGAIN, and the broadcast falls back to a FUTEX_WAKE
+ * of every sleeper on seq: the requeue acts only on the seq value this
+ * broadcast produced. Otherwise it wakes one sleeper on seq and moves every
+ * other one, still asleep, onto the mutex's lock word; it neither reads
+ * nor changes that word. The moved sleepers are then woken as lock
+ * waiters are, by an unlock that finds 2 in the lock word, one per unlock
+ * (Requeue safety below), instead of a herd fighting for the mutex. In
+ * every other case broadcast wakes every sleeper on seq.
+ *
+ * No lost wakeup. The race: a waiter found its predicate false under the
+ * mutex and unlocked it; a signaller makes the predicate true and signals
+ * before the waiter's futex_wait has queued it. Two pairings close it:
+ * (1) the waiter's count reaches the signaller through the mutex (message
+ *     passing, not store-buffering):
+ *       waiter:    load seq (q) ; waiters++ ; unlock mutex (release)
+ *       signaller: lock mutex (acquire) ; predicate = true ; [unlock] ;
+ *                  load waiters ; seq++ ; FUTEX_WAKE
+ *     A signaller whose critical section comes after the waiter's took the
+ *     mutex the waiter's unlock released, so its waiters load sees the
+ *     count, and its seq++ comes after the waiter read q. One whose
+ *     critical section came first made the predicate true before the
+ *     waiter looked: the waiter does not wait. (A predicate changed
+ *     outside the mutex has no such guarantee, with glibc either.)
+ * (2) the signaller's seq++ against the waiter's futex_wait, the
+ *     store-buffering pairing, whose second half is in the kernel:
+ *       waiter (FUTEX_WAIT):  queue itself on seq's bucket ; load seq, == q?
+ *       signaller:            seq++ (an RMW) ; FUTEX_WAKE: look for queued
+ *     Both kernel halves run under the bucket lock (the kernel's barriers
+ *     order its waiter count against the word), so either the waiter's
+ *     compare sees q + 1 and its wait returns at once, or the wake finds
+ *     it queued and wakes (or requeues) it.
+ * The seq_cst orders on the waiter's seq load and increment and on the
+ * signaller's waiters load are more than (1) and (2) need (relaxed would
+ * do for them); they cost nothing on x86-64 (plain loads, locked RMWs).
  *
  * Requeue safety: every sleeper requeued onto the mutex word is woken by an
  * unlock that finds 2 there. The one sleeper the broadcast wakes re-takes
@@ -110,7 +145,10 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 		clk = (__atomic_load_n(&c->wrefs, __ATOMIC_RELAXED) & WP_COND_GLIBC_MONO)
 			? CLOCK_MONOTONIC : CLOCK_REALTIME;
 	/* seq_cst (this read, the increment below and the MIXED store): the
-	 * Dekker pairing with signal/broadcast described at the top */
+	 * read and the increment are published to signallers by our mutex
+	 * unlock (No lost wakeup, (1)), for which relaxed would do; the MIXED
+	 * store is ordered before our futex_wait queues us (the broadcast's
+	 * second flags load relies on that, see wp_cond_broadcast) */
 	unsigned seq = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&c->waiters, 1, __ATOMIC_SEQ_CST);
 	struct wp_mutex *cur = __atomic_load_n(&c->mutex, __ATOMIC_SEQ_CST);
@@ -164,7 +202,10 @@ int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 
 int wp_cond_signal(struct wp_cond *c)
 {
-	/* seq_cst: the Dekker pairing with the waiter (top of file) */
+	/* seq_cst, the load and the increment: more than No lost wakeup
+	 * needs (the mutex orders the waiter's count before this load,
+	 * pairing (1); the kernel orders the increment against its wait,
+	 * pairing (2)) */
 	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) == 0)
 		return 0;
 	__atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
@@ -174,7 +215,7 @@ int wp_cond_signal(struct wp_cond *c)
 
 int wp_cond_broadcast(struct wp_cond *c)
 {
-	/* seq_cst: the Dekker pairing with the waiter (top of file) */
+	/* seq_cst: as in wp_cond_signal (No lost wakeup) */
 	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) == 0)
 		return 0;
 	unsigned s = __atomic_add_fetch(&c->seq, 1, __ATOMIC_SEQ_CST);

@@ -135,7 +135,8 @@ static void print_stats(void)
  * configuration. Locks used before it are ours. With WEFT_PRELOAD=off
  * they pass to glibc afterwards, which is safe for a mutex, spinlock or
  * semaphore (glibc's lowlevellock formats) and for an rwlock that is free
- * at that moment (all zero but flags). Not for a cond that was waited on
+ * at that moment and that no thread ever slept on (all zero but flags).
+ * Not for a cond that was waited on
  * (our seq/waiters, mutex pointer and flags are glibc's __wseq, __g1_start
  * and __g_refs) nor for a barrier that completed a round (our arrived and
  * gen restart each round; glibc's counters are cumulative): such objects

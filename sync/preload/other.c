@@ -208,8 +208,15 @@ struct sem_cl {
 static void sem_cancelled(void *arg)
 {
 	struct sem_cl *cl = arg;
-	/* seq_cst: in the same order as the posts' CAS on this word */
-	uint64_t old = __atomic_fetch_sub(SEM_WORD(cl->s), SEM_WAITER, __ATOMIC_SEQ_CST);
+	/* relaxed: what orders this RMW against the posts' CASes is that they
+	 * are all RMWs on this one word, which have a single modification
+	 * order whatever their memory orders; this one reads the value just
+	 * before it there. A post whose wake chose us did its CAS before that
+	 * wake, and we run after the wake returned, so ours comes later and
+	 * sees its token (unless a taker has it). seq_cst would add nothing:
+	 * the posts' CAS is not seq_cst, and the decision reads only the value
+	 * this RMW replaced; it publishes nothing and acquires nothing. */
+	uint64_t old = __atomic_fetch_sub(SEM_WORD(cl->s), SEM_WAITER, __ATOMIC_RELAXED);
 	if ((uint32_t)old > 0 && (old >> 32) > 1)
 		wp_futex_wake(&cl->s->value, 1, 0);
 }

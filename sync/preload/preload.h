@@ -55,24 +55,24 @@ struct wp_cond {
 #define WP_COND_GLIBC_SHARED 1u
 #define WP_COND_GLIBC_MONO 2u
 
-/* pthread_rwlock_t, 56 bytes. shared (28) and flags (48) keep glibc's
- * meaning: shared != 0 is a process-shared lock (glibc's), flags 2 is
- * PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP. */
+/* pthread_rwlock_t, 56 bytes, 8-aligned. shared (28) and flags (48) keep
+ * glibc's meaning: shared != 0 is a process-shared lock (glibc's), flags 2
+ * is PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP. word is the lock state
+ * and the sleepers' futex word in one 64-bit word, changed only by atomic
+ * read-modify-writes (rwlock.c "Lock word"); it lies over glibc's
+ * __readers and __writers, which are 0 in a free lock that never had a
+ * sleeper, as ours is. */
 struct wp_rwlock {
-	unsigned state;     /* 0: futex word: readers in bits 0-29, WP_RW_W */
-	unsigned nwait;     /* 4: sleeping threads */
+	uint64_t word;      /* 0: state (low half), generation | sleepers
+			     * (high half, the futex word) */
 	unsigned wwait;     /* 8: writers waiting to acquire */
-	unsigned seq;       /* 12: futex word: bumped by every release that can
-			     * let a sleeper in (rwlock.c "No lost wakeup") */
-	unsigned pad[3];    /* 16 */
+	unsigned pad[4];    /* 12 */
 	int shared;         /* 28 */
 	uint64_t pad1;      /* 32 */
 	uint64_t writer;    /* 40: writer's thread pointer */
 	unsigned flags;     /* 48 */
 	unsigned pad2;      /* 52 */
 };
-#define WP_RW_W (1u << 30)
-#define WP_RW_READERS (WP_RW_W - 1)
 
 /* pthread_barrier_t, 32 bytes. Word 12 is glibc's "shared" word (0x80 for
  * a process-shared barrier, which stays glibc's). */
@@ -105,6 +105,8 @@ _Static_assert(offsetof(struct wp_cond, wrefs) == 36, "cond wrefs offset");
 _Static_assert(sizeof(struct wp_rwlock) == sizeof(pthread_rwlock_t), "rwlock size");
 _Static_assert(offsetof(struct wp_rwlock, shared) == 28, "rwlock shared offset");
 _Static_assert(offsetof(struct wp_rwlock, flags) == 48, "rwlock flags offset");
+_Static_assert(offsetof(struct wp_rwlock, word) == 0 && _Alignof(pthread_rwlock_t) >= 8,
+	       "rwlock word: 64-bit atomics on offset 0");
 _Static_assert(sizeof(struct wp_barrier) <= sizeof(pthread_barrier_t), "barrier size");
 _Static_assert(sizeof(struct wp_sem) == sizeof(sem_t), "sem size");
 _Static_assert(_Alignof(sem_t) >= 8 && offsetof(struct wp_sem, nwaiters) == 4 &&
