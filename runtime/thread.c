@@ -553,6 +553,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t->flip_wakes = 0;
 	t->flip_decay = 0;
 	t->wait_what = NULL;
+	t->gang = NULL;
 	if (wft_unlikely(attr && attr->name)) {
 		strncpy(t->name, attr->name, sizeof(t->name) - 1);
 		t->name[sizeof(t->name) - 1] = '\0';
@@ -923,6 +924,9 @@ int weft_yield(void)
 		return 0;
 	}
 	wft_stat_inc(w, yields);
+	/* a gang member whose slice is over steps aside (runtime/gang.c) */
+	if (wft_unlikely(w->current->gang != NULL))
+		wft_gang_yield_point(w->current->gang);
 	wft_worker_schedule(w, WFT_SCHED_YIELD);
 	return 0;
 }

@@ -267,7 +267,20 @@ struct weft_thread {
 	const char *wait_what;            /* "sem", "join", "sleep", ... or NULL */
 	const void *wait_obj;             /* the object (or the caller's pc) */
 	weft_time_t wait_since;           /* coarse clock at the park (wft_coarse_now) */
+	/* Gang membership (runtime/gang.c): set by the member itself when it
+	 * starts, cleared when its function returns and at spawn; read only
+	 * by the thread itself (weft_yield, the gang calls). */
+	struct wft_gang_member *gang;
 } wft_cacheline_aligned;   /* TCB slabs are cache-line aligned (thread.c) */
+
+/* Gangs (runtime/gang.c). A gang scheduling point of the calling member
+ * m (weft_yield): if its gang's slice is over, park until its next turn.
+ * Context: m's own thread. */
+struct wft_gang_member;
+void wft_gang_yield_point(struct wft_gang_member *m);
+/* Stop the slice ticker and forget the gang matrix (weft_shutdown, after
+ * every light thread has finished). Context: the shutting-down OS thread. */
+void wft_gang_shutdown_unsafe(void);
 
 /* The calling light thread, or NULL (OS thread or scheduler loop). */
 struct weft_thread *wft_thread_self(void);

@@ -69,6 +69,7 @@ dist_noinst_SCRIPTS += tests/soak.sh
 include tests/sync.mk
 include tests/chan.mk
 include tests/io.mk
+include tests/gang.mk
 
 # wake-path benchmarks smoke test (examples/wake.mk)
 TESTS += tests/check_wake_bench.sh
