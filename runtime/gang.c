@@ -107,6 +107,7 @@
  * slices (one futex wake per slice, only while two slots exist).
  */
 #include "runtime/wft.h"
+#include "runtime/diag.h"
 #include "runtime/env.h"
 
 #include <limits.h>
@@ -557,6 +558,8 @@ int weft_gang_create(weft_gang_t *out, unsigned k, const weft_gang_attr_t *attr)
 
 	if (!out || k == 0 || k > WEFT_WORKERS_MAX)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;   /* gm.lock may have been held by the ticker at the fork */
 	if (attr) {
 		for (size_t i = 0; i < sizeof(attr->reserved) / sizeof(attr->reserved[0]); i++)
 			if (attr->reserved[i])
@@ -633,6 +636,8 @@ int weft_gang_spawn(weft_gang_t g, weft_fn_t fn, void *arg, const weft_attr_t *a
 
 	if (!g || !fn)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	if (attr) {
 		if (attr->worker != -1 || attr->detached)
 			return EINVAL;
@@ -671,6 +676,8 @@ int weft_gang_join(weft_gang_t g, void **rets)
 		return EINVAL;
 	if (me && me->g == g)
 		return EDEADLK;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	pthread_once(&gm_once, gm_init_once);
 	pthread_mutex_lock(&gm.lock);
 	if (g->state != GANG_OPEN) {
@@ -700,6 +707,8 @@ int weft_gang_destroy(weft_gang_t g)
 {
 	if (!g)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	pthread_once(&gm_once, gm_init_once);
 	pthread_mutex_lock(&gm.lock);
 	if (g->nspawned && g->state != GANG_JOINED) {
@@ -716,6 +725,8 @@ int weft_gang_info(weft_gang_t g, weft_gang_info_t *info)
 {
 	if (!g || !info)
 		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
 	memset(info, 0, sizeof(*info));
 	pthread_once(&gm_once, gm_init_once);
 	pthread_mutex_lock(&gm.lock);

@@ -18,7 +18,8 @@
  *
  * Contexts: "weft thread", "OS thread" (a plain pthread, main() included)
  * and "any", as in weft/thread.h. Every call returns 0 or a positive errno
- * value (pthread style) unless stated.
+ * value (pthread style) unless stated; in the child of a fork (weft(7))
+ * create, spawn, join, destroy and info return ENOTSUP.
  */
 #ifndef WEFT_GANG_H
 #define WEFT_GANG_H
