@@ -22,6 +22,8 @@
  *     gang-off  weft, GANG off (WEFT_FEATURES=NO_GANG applied through the
  *               config): the same code, members are ordinary threads, the
  *               waits spin for WEFT_GANG_SPIN_NS then yield.
+ *     weft      weft with the switches the environment gives (WEFT_FEATURES):
+ *               what `make bench` runs, once as is and once with NO_GANG.
  *     pthread   G x K OS threads, restricted to W CPUs (oversubscribed the
  *               same way as the weft runs on W workers), with a plain
  *               spin barrier / spinlock (pause loop, no yield), the kernel
@@ -264,7 +266,8 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
-static double run_weft(bool on, weft_stats_t *st)
+/* on: 1 GANG on, 0 off, -1 as WEFT_FEATURES says */
+static double run_weft(int on, weft_stats_t *st)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 	weft_gang_attr_t ga = WEFT_GANG_ATTR_INITIALIZER;
@@ -273,7 +276,7 @@ static double run_weft(bool on, weft_stats_t *st)
 	int rc;
 
 	cfg.workers = W;
-	cfg.features = on ? "GANG" : "NO_GANG";
+	cfg.features = on < 0 ? NULL : on ? "GANG" : "NO_GANG";
 	if ((rc = weft_init(&cfg))) {
 		fprintf(stderr, "gang: weft_init: %s\n", strerror(rc));
 		exit(1);
@@ -362,7 +365,8 @@ static void usage(FILE *f)
 "  -r RUNS   runs of each implementation, alternating, default 5\n"
 "  -t US     gang slice in microseconds (default: WEFT_GANG_SLICE_US or 2000)\n"
 "  -i LIST   implementations, comma-separated: gang-on,gang-off,pthread\n"
-"            (default all)\n"
+"            (default: these three), or weft: the switches WEFT_FEATURES\n"
+"            gives (make bench runs it as is and with NO_GANG)\n"
 "  -h        this help\n"
 "  Output: one bench=gang line per run on stdout; medians and ratios on\n"
 "  stderr, with the gang counters of the weft runs.\n", PIECE);
@@ -370,10 +374,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[] = { "gang-on", "gang-off", "pthread" };
-	bool want[3] = { true, true, true };
-	double *res[3];
-	int nres[3] = { 0, 0, 0 };
+	static const char *const names[] = { "gang-on", "gang-off", "pthread", "weft" };
+	bool want[4] = { true, true, true, false };
+	double *res[4];
+	int nres[4] = { 0, 0, 0, 0 };
 	const char *ilist = NULL;
 	char params[160];
 	int opt;
@@ -406,10 +410,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (ilist) {
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			want[i] = false;
 		for (char *dup = strdup(ilist), *tok = strtok(dup, ","); tok; tok = strtok(NULL, ","))
-			for (int i = 0; i < 3; i++)
+			for (int i = 0; i < 4; i++)
 				if (strcmp(tok, names[i]) == 0)
 					want[i] = true;
 	}
@@ -423,24 +427,24 @@ int main(int argc, char **argv)
 		for (size_t j = 0; j < (size_t)NCHUNKS * CHUNK_BYTES; j++)
 			groups[i].mem[j] = (unsigned char)(j * 2654435761u >> 13);
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		res[i] = calloc((size_t)runs, sizeof(double));
 	snprintf(params, sizeof(params), "mode=%s,G=%d,K=%d,W=%d,chunk_us=%g,slice_us=%llu,secs=%g",
 		 mode_ebizzy ? "ebizzy" : "bsp", G, K, W, chunk_us,
 		 (unsigned long long)slice_us, secs);
 	for (int r = 0; r < runs; r++) {
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 4; i++) {
 			weft_stats_t st;
 			double v;
 
 			if (!want[i])
 				continue;
 			memset(&st, 0, sizeof(st));
-			v = i == 2 ? run_pthread() : run_weft(i == 0, &st);
+			v = i == 2 ? run_pthread() : run_weft(i == 3 ? -1 : i == 0, &st);
 			res[i][nres[i]++] = v;
 			bench_result(stdout, "gang", names[i], params, v,
 				     mode_ebizzy ? "records/s" : "iter/s");
-			if (i < 2)
+			if (i != 2)
 				fprintf(stderr, "  %s run %d: %.0f/s; gang slices %llu, co-dispatch "
 					"%llu (mean %.1f us), spin aborts %llu, switches %llu\n",
 					names[i], r + 1, v, (unsigned long long)st.gang_slices,
@@ -453,10 +457,10 @@ int main(int argc, char **argv)
 		}
 	}
 	{
-		double med[3] = { 0, 0, 0 };
+		double med[4] = { 0, 0, 0, 0 };
 
 		fprintf(stderr, "gang: %s, medians of %d runs:\n", params, runs);
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			if (nres[i]) {
 				med[i] = bench_median(res[i], (size_t)nres[i]);
 				fprintf(stderr, "  %-9s %14.0f %s\n", names[i], med[i],
