@@ -190,7 +190,7 @@ static inline struct wft_gang_member *self_member(struct weft_thread **tp)
 
 	if (tp)
 		*tp = t;
-	return t ? t->gang : NULL;
+	return t && t->in_gang ? t->gang : NULL;
 }
 
 static inline bool member_gang_on(const struct wft_gang_member *m)
@@ -616,12 +616,14 @@ static void *member_main(void *arg)
 	void *ret;
 
 	self->gang = m;
+	self->in_gang = true;
 	/* release: peers read our TCB through it (relaxed there: a hint) */
 	atomic_store_explicit(&m->t, self, memory_order_release);
 	if (m->g->gang_on)
 		sched_point(m);   /* a gang whose turn it is not waits for it */
 	ret = m->fn(m->arg);
 	atomic_store_explicit(&m->t, NULL, memory_order_release);
+	self->in_gang = false;
 	self->gang = NULL;
 	/* relaxed: a hint for the ticker's choice of slot */
 	atomic_fetch_sub_explicit(&m->g->nlive, 1, memory_order_relaxed);

@@ -537,6 +537,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t->pin = pin;
 	t->started = 0;
 	t->free_on_exit = 0;
+	t->in_gang = false;
 	t->park_commit = NULL;
 	t->link = NULL;
 	t->seq++;
@@ -553,7 +554,6 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t->flip_wakes = 0;
 	t->flip_decay = 0;
 	t->wait_what = NULL;
-	t->gang = NULL;
 	if (wft_unlikely(attr && attr->name)) {
 		strncpy(t->name, attr->name, sizeof(t->name) - 1);
 		t->name[sizeof(t->name) - 1] = '\0';
@@ -925,7 +925,7 @@ int weft_yield(void)
 	}
 	wft_stat_inc(w, yields);
 	/* a gang member whose slice is over steps aside (runtime/gang.c) */
-	if (wft_unlikely(w->current->gang != NULL))
+	if (wft_unlikely(w->current->in_gang))
 		wft_gang_yield_point(w->current->gang);
 	wft_worker_schedule(w, WFT_SCHED_YIELD);
 	return 0;

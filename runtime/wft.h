@@ -201,6 +201,10 @@ struct weft_thread {
 	                                   * that stay with their TCB") */
 	bool stack_wait;                  /* counted in wft_stack_waiters (worker.c
 	                                   * prepare_slow); the worker running it */
+	bool in_gang;                     /* t->gang is set: weft_yield's test, on the
+	                                   * line a switch touches anyway (gang.c);
+	                                   * written and read by the thread itself
+	                                   * (and cleared by spawn) */
 	/* --- second cache line: everything a waker touches (state, token,
 	 * reason, target worker, pin, queue link and mailbox chain header),
 	 * plus the park commit; exactly 64 bytes on LP64. A remote wake
@@ -268,8 +272,9 @@ struct weft_thread {
 	const void *wait_obj;             /* the object (or the caller's pc) */
 	weft_time_t wait_since;           /* coarse clock at the park (wft_coarse_now) */
 	/* Gang membership (runtime/gang.c): set by the member itself when it
-	 * starts, cleared when its function returns and at spawn; read only
-	 * by the thread itself (weft_yield, the gang calls). */
+	 * starts, cleared when its function returns; read only by the thread
+	 * itself (weft_yield when in_gang, the gang calls). Valid only while
+	 * in_gang: spawn clears in_gang, not this. */
 	struct wft_gang_member *gang;
 } wft_cacheline_aligned;   /* TCB slabs are cache-line aligned (thread.c) */
 
