@@ -75,6 +75,19 @@
  * until its next scheduling point, which is what a slice end means.
  * Linearisation point of a release: the ticker's exchange of held.
  *
+ * Concurrency table (who may run at the same time as whom):
+ *                      step_aside  activate  deactivate  spin/peers_on
+ *   step_aside (m)        -- (1)      yes        yes         yes
+ *   activate (g)          yes         no (2)     no (2)      yes
+ *   deactivate (g)        yes         no (2)     no (2)      yes
+ *   spin/peers_on         yes         yes        yes         yes (3)
+ * (1) only m itself runs its step_aside; (2) both run under gm.lock;
+ * (3) reads only (relaxed hints re-read every step).
+ * gm.lock is a pthread mutex, taken by the ticker and by create, spawn,
+ * join, destroy and info: a weft thread that contends for it blocks its
+ * worker for the holder's critical section (microseconds: no call made
+ * under it parks).
+ *
  * Spin rule (weft_gang_spin_until, GANG on, the caller a member): before
  * each spin step every other member's TCB state is read (relaxed, a hint
  * re-read at every step): all RUNNING -> spin; otherwise the member yields
@@ -93,7 +106,7 @@
  * O(slots) to find the next live slot. An ordinary scheduling decision
  * pays nothing: pick() has no gang branch at all (members are pinned
  * threads like any other, and the hold-back is a park); weft_yield tests
- * one TCB field. A spin step of a member reads k-1 TCB lines, which stay
+ * one flag on the TCB line a switch touches anyway. A spin step of a member reads k-1 TCB lines, which stay
  * in the member's cache while the peers keep running.
  *
  * Rejected: a gang-aware pick() that skips members of inactive gangs (a
