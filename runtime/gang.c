@@ -74,6 +74,9 @@
  * Deactivation is a relaxed store: a member that reads the stale 1 runs
  * until its next scheduling point, which is what a slice end means.
  * Linearisation point of a release: the ticker's exchange of held.
+ * tests/models/gang_hold.pml model-checks this protocol with spin (and
+ * that dropping the re-check, or making the held store a plain one,
+ * strands a member).
  *
  * Concurrency table (who may run at the same time as whom):
  *                      step_aside  activate  deactivate  spin/peers_on
