@@ -6,7 +6,7 @@ docs_pictures = docs/sched-loop.dot docs/wake-path.dot
 
 EXTRA_DIST += docs/design.md docs/tuning.md docs/seeds.md docs/wake-path.md \
 	$(docs_pictures) $(docs_pictures:.dot=.svg)
-EXTRA_DIST += docs/stacks.md
+EXTRA_DIST += docs/stacks.md docs/gangs.md
 
 docs:
 	@if ! command -v dot >/dev/null 2>&1; then \

@@ -17,6 +17,7 @@ include examples/seeds.mk
 include examples/io.mk
 include examples/chan.mk
 include examples/wake.mk
+include examples/gang.mk
 
 noinst_PROGRAMS += examples/sync-micro
 examples_sync_micro_SOURCES = examples/sync-micro.c examples/bench.h examples/bench_weft.h

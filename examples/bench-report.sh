@@ -360,7 +360,7 @@ suite_dispatcher() { optional_prog dispatcher dispatcher WAKE_WIDE ${DISPATCHER_
 # shellcheck disable=SC2086
 suite_hackbench() { optional_prog hackbench hackbench "" ${HACKBENCH_ARGS:-}; }
 # shellcheck disable=SC2086
-suite_gang() { optional_prog gang gang GANG ${GANG_ARGS:-}; }
+suite_gang() { optional_prog gang gang GANG ${GANG_ARGS:--i weft,pthread -r 1 -s 1}; }
 # shellcheck disable=SC2086
 suite_rwlock() {
 	if seeds_groups | grep -qx rwlock; then

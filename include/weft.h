@@ -73,6 +73,7 @@
 #include <weft/sync.h>
 #include <weft/chan.h>
 #include <weft/io.h>
+#include <weft/gang.h>
 
 WEFT_EXTERN_C_BEGIN
 

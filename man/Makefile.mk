@@ -14,7 +14,8 @@ man3_pages = \
 	man/weft_chan.3 \
 	man/weft_io.3 \
 	man/weft_offload.3 \
-	man/weft_stats.3
+	man/weft_stats.3 \
+	man/weft_gang.3
 dist_man_MANS = man/weft.7 $(man3_pages)
 
 EXTRA_DIST += man/links.sh tests/check_man.sh

@@ -4,6 +4,7 @@ libweft_la_SOURCES += \
 	runtime/drain.c \
 	runtime/env.c \
 	runtime/features.c \
+	runtime/gang.c \
 	runtime/futex.c \
 	runtime/idle.c \
 	runtime/init.c \
@@ -49,6 +50,7 @@ EXTRA_DIST += runtime/features.def runtime/stats.def \
 
 weftinclude_HEADERS += \
 	include/weft/common.h \
+	include/weft/gang.h \
 	include/weft/stats.h \
 	include/weft/thread.h
 

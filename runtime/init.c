@@ -403,6 +403,7 @@ static int shutdown_until(weft_time_t deadline)
 	atomic_store_explicit(&wft_rt.quiescing, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.state, WFT_RT_CHANGING, memory_order_relaxed);
 	wft_dump_signal_stop();
+	wft_gang_shutdown_unsafe();   /* the slice ticker wakes members: stop it first */
 	wft_worker_stop_all();
 	wft_worker_free_all_unsafe();
 	wft_tcb_pool_fini_unsafe();

@@ -537,6 +537,7 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	t->pin = pin;
 	t->started = 0;
 	t->free_on_exit = 0;
+	t->in_gang = false;
 	t->park_commit = NULL;
 	t->link = NULL;
 	t->seq++;
@@ -923,6 +924,9 @@ int weft_yield(void)
 		return 0;
 	}
 	wft_stat_inc(w, yields);
+	/* a gang member whose slice is over steps aside (runtime/gang.c) */
+	if (wft_unlikely(w->current->in_gang))
+		wft_gang_yield_point(w->current->gang);
 	wft_worker_schedule(w, WFT_SCHED_YIELD);
 	return 0;
 }

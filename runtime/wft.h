@@ -201,6 +201,10 @@ struct weft_thread {
 	                                   * that stay with their TCB") */
 	bool stack_wait;                  /* counted in wft_stack_waiters (worker.c
 	                                   * prepare_slow); the worker running it */
+	bool in_gang;                     /* t->gang is set: weft_yield's test, on the
+	                                   * line a switch touches anyway (gang.c);
+	                                   * written and read by the thread itself
+	                                   * (and cleared by spawn) */
 	/* --- second cache line: everything a waker touches (state, token,
 	 * reason, target worker, pin, queue link and mailbox chain header),
 	 * plus the park commit; exactly 64 bytes on LP64. A remote wake
@@ -267,7 +271,21 @@ struct weft_thread {
 	const char *wait_what;            /* "sem", "join", "sleep", ... or NULL */
 	const void *wait_obj;             /* the object (or the caller's pc) */
 	weft_time_t wait_since;           /* coarse clock at the park (wft_coarse_now) */
+	/* Gang membership (runtime/gang.c): set by the member itself when it
+	 * starts, cleared when its function returns; read only by the thread
+	 * itself (weft_yield when in_gang, the gang calls). Valid only while
+	 * in_gang: spawn clears in_gang, not this. */
+	struct wft_gang_member *gang;
 } wft_cacheline_aligned;   /* TCB slabs are cache-line aligned (thread.c) */
+
+/* Gangs (runtime/gang.c). A gang scheduling point of the calling member
+ * m (weft_yield): if its gang's slice is over, park until its next turn.
+ * Context: m's own thread. */
+struct wft_gang_member;
+void wft_gang_yield_point(struct wft_gang_member *m);
+/* Stop the slice ticker and forget the gang matrix (weft_shutdown, after
+ * every light thread has finished). Context: the shutting-down OS thread. */
+void wft_gang_shutdown_unsafe(void);
 
 /* The calling light thread, or NULL (OS thread or scheduler loop). */
 struct weft_thread *wft_thread_self(void);

@@ -73,6 +73,7 @@ EXTRA_DIST += tests/skips.expected
 include tests/sync.mk
 include tests/chan.mk
 include tests/io.mk
+include tests/gang.mk
 
 # wake-path benchmarks smoke test (examples/wake.mk)
 TESTS += tests/check_wake_bench.sh

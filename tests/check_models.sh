@@ -17,7 +17,7 @@
 # with a hash of the models, this script and the spin version; a rerun
 # with the same inputs (CI runs `make check` several times) says so and
 # exits 0 without searching again.
-# Run time: about 20 s of CPU (16 verifier builds at -O0, which compile
+# Run time: about 20 s of CPU (19 verifier builds at -O0, which compile
 # 4x faster than -O2 and search only ~20% slower; mutex.pml is 2.4 M states).
 set -u
 
@@ -63,6 +63,9 @@ wake_q.pml|invalid end state|-DMUTANT_CLAIM_NO_TOKEN
 mutex.pml|ok|
 mutex.pml|invalid end state|-DMUTANT_BLIND_WAITERS
 mutex.pml|invalid end state|-DMUTANT_STORE_UNLOCK -DNO_I1_ASSERT
+gang_hold.pml|ok|
+gang_hold.pml|invalid end state|-DMUTANT_NO_RECHECK
+gang_hold.pml|invalid end state|-DMUTANT_HELD_STORE
 LIST
 }
 

@@ -51,9 +51,14 @@ typedef struct weft_stats {
 	                           * to the one worker a batch (wake-queue flush) kicks */
 	uint64_t oncpu_yields;    /* dispatches that gave the CPU back while the thread's previous
 	                           * worker, preempted by the kernel, finished switching it out */
-	uint64_t reserved[4];
+	uint64_t gang_slices;     /* time slices given to gangs (one per gang per turn) */
+	uint64_t gang_codispatches; /* gang slices in which every member released from a hold
+	                           * resumed before the slice ended */
+	uint64_t gang_codispatch_ns; /* their co-dispatch latency summed: ns from the first released
+	                           * member resuming to the last (mean: divide by gang_codispatches) */
+	uint64_t gang_spin_aborts; /* gang spin steps given up because a peer was not running */
 } weft_stats_t;
-/* 42 counters' room: a new counter takes a reserved field (ABI). */
+/* 42 counters' room, all taken: a new counter needs a new ABI version. */
 _Static_assert(sizeof(weft_stats_t) == 42 * sizeof(uint64_t), "weft_stats_t size is ABI");
 
 /* Sum every worker's counters into *s. Returns 0, or EINVAL if s is NULL.
