@@ -66,6 +66,10 @@ tests_soak_wake_CFLAGS = $(AM_CFLAGS)
 tests_soak_wake_LDADD = libweft.la -lpthread
 dist_noinst_SCRIPTS += tests/soak.sh
 
+# The aarch64 cross build under qemu-user (not in TESTS: it builds weft a
+# second time with the cross compiler; tests/README "aarch64").
+dist_noinst_SCRIPTS += tests/cross-aarch64.sh
+
 # CI's skip check (.ci/run): tests/skips.sh and its per-stage limits
 dist_noinst_SCRIPTS += tests/skips.sh
 EXTRA_DIST += tests/skips.expected

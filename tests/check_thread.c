@@ -740,13 +740,26 @@ static _Atomic long oj_pub, oj_go, oj_main_done, oj_ack, oj_stolen;
 static _Atomic pid_t oj_tid;
 
 /* Whether OS thread tid sleeps in futex(2) now; true if that cannot be
- * read (then the 5 ms before the first look is all there is). */
+ * read (then the 5 ms before the first look is all there is). The kernel
+ * function it sleeps in (wchan) names the futex on any architecture; the
+ * syscall number is the fallback where wchan is hidden ("0"). Under
+ * qemu-user that number is the host's (x86-64 futex is 202, aarch64's 98),
+ * so it is read only when wchan says nothing. */
 static bool oj_in_futex(pid_t tid)
 {
 	char path[64], buf[64];
 	long nr = -1;
 	FILE *f;
 
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", (int)tid);
+	f = fopen(path, "r");
+	if (f) {
+		bool named = fgets(buf, sizeof(buf), f) && buf[0] && strcmp(buf, "0") != 0;
+
+		fclose(f);
+		if (named)
+			return strstr(buf, "futex") != NULL;
+	}
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	f = fopen(path, "r");
 	if (!f)
@@ -1301,6 +1314,19 @@ static void ss_limit_as(struct rlimit *old)
 	lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);
 	ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
 }
+
+/* Whether the limit set by ss_limit_as is enforced: an 8 MiB mapping must
+ * fail. qemu-user accepts setrlimit(RLIMIT_AS) and ignores it (the limit
+ * would apply to the emulator's own memory). */
+static bool ss_limit_enforced(void)
+{
+	void *p = mmap(NULL, 8u << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return true;
+	munmap(p, 8u << 20);
+	return false;
+}
 #endif
 
 START_TEST(stack_shortage_eagain)
@@ -1329,6 +1355,12 @@ START_TEST(stack_shortage_eagain)
 	weft_attr_init(&big);
 	big.stack_size = 8u << 20;
 	ss_limit_as(&old);
+	if (!ss_limit_enforced()) {
+		ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+		wt_skip("thread/stack_shortage_eagain: RLIMIT_AS is not enforced (qemu-user ignores it)");
+		wt_shutdown();
+		return;
+	}
 
 	ck_assert_int_eq(weft_spawn(&a, ret_arg, (void *)1, &big), 0);
 	/* Spawns succeed until the worker has tried a's stack and failed;
