@@ -45,7 +45,7 @@ static bool init_gang_on(int n)
 	init_exact(n, NULL);
 	if (weft_feature("GANG") == 1)
 		return true;
-	printf("SKIP: GANG is off (WEFT_FEATURES): this test checks the mechanism\n");
+	wt_skip("gang: GANG is off (WEFT_FEATURES): this test checks the mechanism");
 	wt_shutdown();
 	return false;
 }
