@@ -266,13 +266,30 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
+/* The measurement window both runners share: a 0.1 s warm-up (stacks,
+ * first turns), then the progress made in secs seconds; stops the
+ * threads. Returns iterations (or records) per second. */
+static double measure(void)
+{
+	uint64_t t0, t1;
+	double n0, n1;
+
+	sleep_s(0.1);
+	n0 = total();
+	t0 = bench_now_ns();
+	sleep_s(secs);
+	n1 = total();
+	t1 = bench_now_ns();
+	atomic_store(&stop_flag, 1);
+	return (n1 - n0) * 1e9 / (double)(t1 - t0);
+}
+
 /* on: 1 GANG on, 0 off, -1 as WEFT_FEATURES says */
 static double run_weft(int on, weft_stats_t *st)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 	weft_gang_attr_t ga = WEFT_GANG_ATTR_INITIALIZER;
-	uint64_t t0, t1;
-	double n0, n1;
+	double rate;
 	int rc;
 
 	cfg.workers = W;
@@ -295,20 +312,14 @@ static double run_weft(int on, weft_stats_t *st)
 				exit(1);
 			}
 	}
-	sleep_s(0.1);   /* warm-up: stacks, first turns */
-	n0 = total();
-	t0 = bench_now_ns();
-	sleep_s(secs);
-	n1 = total();
-	t1 = bench_now_ns();
-	atomic_store(&stop_flag, 1);
+	rate = measure();
 	for (int i = 0; i < G; i++) {
 		weft_gang_join(groups[i].gang, NULL);
 		weft_gang_destroy(groups[i].gang);
 	}
 	weft_stats_get(st);
 	weft_shutdown();
-	return (n1 - n0) * 1e9 / (double)(t1 - t0);
+	return rate;
 }
 
 static double run_pthread(void)
@@ -316,8 +327,7 @@ static double run_pthread(void)
 	pthread_t *th = calloc((size_t)(G * K), sizeof(*th));
 	cpu_set_t set;
 	pthread_attr_t a;
-	uint64_t t0, t1;
-	double n0, n1;
+	double rate;
 
 	/* W CPUs, as the weft runs have W workers */
 	CPU_ZERO(&set);
@@ -334,17 +344,11 @@ static double run_pthread(void)
 				exit(1);
 			}
 	pthread_attr_destroy(&a);
-	sleep_s(0.1);
-	n0 = total();
-	t0 = bench_now_ns();
-	sleep_s(secs);
-	n1 = total();
-	t1 = bench_now_ns();
-	atomic_store(&stop_flag, 1);
+	rate = measure();
 	for (int i = 0; i < G * K; i++)
 		pthread_join(th[i], NULL);
 	free(th);
-	return (n1 - n0) * 1e9 / (double)(t1 - t0);
+	return rate;
 }
 
 static void usage(FILE *f)
