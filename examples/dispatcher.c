@@ -51,6 +51,8 @@
  *     work_ns=5000 buf=0 secs=5.00 tx=N tps=X p50_us=X p99_us=X
  *     kicks_per_kwake=X remote_per_tx=X steals_per_tx=X chain_per_kwake=X
  *     wakes=N wake_wide=on|off|- wake_affine=on|off|-
+ *     param=workers=2,dispatchers=1,servers=16,depth=16,work_ns=5000,buf=0
+ *     value=X unit=tx/s
  *   ("-": not measured, or the switch does not exist in this build).
  *   Exit status 3: WEFT_FEATURES names a switch this build does not have.
  *
@@ -634,8 +636,12 @@ int main(int argc, char **argv)
 	       (unsigned long long)tx, tps, (double)hist_quantile(&all, 0.50) / 1e3,
 	       (double)hist_quantile(&all, 0.99) / 1e3);
 	wake_bench_keys(stdout, &ds, use_weft, (double)tx, "tx");
-	printf(" wake_wide=%s wake_affine=%s\n", use_weft ? wake_bench_feature("WAKE_WIDE") : "-",
+	printf(" wake_wide=%s wake_affine=%s", use_weft ? wake_bench_feature("WAKE_WIDE") : "-",
 	       use_weft ? wake_bench_feature("WAKE_AFFINE") : "-");
+	/* the generic keys (bench.h), which make bench collects */
+	printf(" param=workers=%d,dispatchers=%d,servers=%d,depth=%d,work_ns=%llu,buf=%llu "
+	       "value=%.1f unit=tx/s\n", use_weft ? weft_workers() : bench_cpu_count(), n_disp,
+	       n_serv, depth_shown, (unsigned long long)work_ns, (unsigned long long)buf_bytes, tps);
 	fflush(stdout);
 
 	teardown();

@@ -38,6 +38,8 @@
  *   receivers=20 loops=100 messages=400000 expected=400000 secs=X
  *   msgs_per_s=X kicks_per_kwake=X remote_per_msg=X steals_per_msg=X
  *   chain_per_kwake=X wakes=N
+ *   param=mode=pipe,workers=2,groups=10,senders=20,receivers=20,loops=100
+ *   value=X unit=msg/s
  * messages is what the receivers counted, expected is G x S x R x L.
  * Exit status 3: WEFT_FEATURES names a switch this build does not have.
  */
@@ -352,7 +354,11 @@ int main(int argc, char **argv)
 	       use_weft ? weft_workers() : bench_cpu_count(), groups, n_send, n_recv, loops,
 	       (unsigned long long)msgs, (unsigned long long)expected, el, (double)msgs / el);
 	wake_bench_keys(stdout, &ds, use_weft, (double)msgs, "msg");
-	printf("\n");
+	/* the generic keys (bench.h), which make bench collects */
+	printf(" param=mode=%s,workers=%d,groups=%d,senders=%d,receivers=%d,loops=%d "
+	       "value=%.1f unit=msg/s\n", mode_name[mode],
+	       use_weft ? weft_workers() : bench_cpu_count(), groups, n_send, n_recv, loops,
+	       (double)msgs / el);
 	fflush(stdout);
 
 	for (int i = 0; i < groups * n_recv; i++)
