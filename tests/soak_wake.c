@@ -445,10 +445,29 @@ static long total_progress(struct group *gs, int ng)
 
 static void print_groups(struct group *gs, int ng)
 {
-	for (int i = 0; i < ng; i++)
-		fprintf(stderr, "  %s[%d]: progress %ld, %d of %d threads finished\n",
-			kind_name[gs[i].kind], gs[i].idx, atomic_load(&gs[i].progress),
-			atomic_load(&gs[i].finished), gs[i].nthreads);
+	for (int i = 0; i < ng; i++) {
+		struct group *g = &gs[i];
+
+		fprintf(stderr, "  %s[%d]: progress %ld, %d of %d threads finished",
+			kind_name[g->kind], g->idx, atomic_load(&g->progress),
+			atomic_load(&g->finished), g->nthreads);
+		if (g->kind == K_RING || g->kind == K_COUNT) {
+			/* where the tokens are: a unit in a semaphore whose
+			 * thread sleeps on it is a lost wakeup in the
+			 * semaphore, none anywhere a lost unit */
+			fprintf(stderr, ", semaphore values");
+			for (int k = 0; k < RING; k++) {
+				int v = -1;
+
+				weft_sem_getvalue(&g->sem[k], &v);
+				fprintf(stderr, " %d", v);
+			}
+			if (g->kind == K_RING)
+				fprintf(stderr, ", waits %ld posts %ld", atomic_load(&g->waits),
+					atomic_load(&g->posts));
+		}
+		fprintf(stderr, "\n");
+	}
 }
 
 int main(int argc, char **argv)
@@ -541,6 +560,8 @@ int main(int argc, char **argv)
 					atomic_load(&stop) ? ", after the stop" : "");
 				print_groups(gs, ng);
 				fflush(stderr);
+				/* where every thread waits, and each worker's state */
+				weft_dump(2);
 				_exit(2);
 			}
 		}
