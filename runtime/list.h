@@ -20,11 +20,6 @@ static inline void wft_dlist_init(struct wft_dlist *h)
 	h->next = h->prev = h;
 }
 
-static inline int wft_dlist_empty(const struct wft_dlist *h)
-{
-	return h->next == h;
-}
-
 static inline void wft_dlist_insert_after(struct wft_dlist *pos, struct wft_dlist *n)
 {
 	n->prev = pos;
@@ -36,11 +31,6 @@ static inline void wft_dlist_insert_after(struct wft_dlist *pos, struct wft_dlis
 static inline void wft_dlist_push_back(struct wft_dlist *h, struct wft_dlist *n)
 {
 	wft_dlist_insert_after(h->prev, n);
-}
-
-static inline void wft_dlist_push_front(struct wft_dlist *h, struct wft_dlist *n)
-{
-	wft_dlist_insert_after(h, n);
 }
 
 static inline void wft_dlist_del(struct wft_dlist *n)
