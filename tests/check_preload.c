@@ -1182,11 +1182,22 @@ static void *rwl_reader(void *p)
 	return NULL;
 }
 
+/* the writer-preferring kind: only it holds a reader back for a waiting
+ * writer */
+static void rwl_init(void)
+{
+	pthread_rwlockattr_t a;
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&rwl.rw, &a);
+	pthread_rwlockattr_destroy(&a);
+}
+
 START_TEST(test_rwlock_writer_timeout_wakes_reader)
 {
 	/* first the plain case: a reader asleep behind a waiting writer is
 	 * woken when the writer times out, the lock still read-held */
-	pthread_rwlock_init(&rwl.rw, NULL);
+	rwl_init();
 	ck_assert_int_eq(pthread_rwlock_rdlock(&rwl.rw), 0);
 	pthread_t w, r;
 	pthread_create(&w, NULL, rwl_writer, NULL);
@@ -1203,7 +1214,7 @@ START_TEST(test_rwlock_writer_timeout_wakes_reader)
 	memset(&rwl, 0, sizeof rwl);
 
 	/* then the tight interleaving */
-	pthread_rwlock_init(&rwl.rw, NULL);
+	rwl_init();
 	ck_assert_int_eq(pthread_rwlock_rdlock(&rwl.rw), 0);
 	atomic_store(&rwl.armed_w, 1);
 	atomic_store(&rwl.armed_r, 1);
@@ -1589,6 +1600,53 @@ START_TEST(test_fork)
 }
 END_TEST
 
+/* The default kind prefers readers, as glibc's: A holds a read lock and
+ * waits for C, C asks for a read lock, and B asks for the write lock in
+ * between. C must get in (a writer-preferring default deadlocked here;
+ * C's 2 s timeout turns that into a failure). B is given 50 ms to reach
+ * its wait: if it has not, C enters anyway and the test proves less, but
+ * never fails wrongly. */
+static pthread_rwlock_t xdep_rw = PTHREAD_RWLOCK_INITIALIZER;
+static atomic_int xdep_c_done;
+
+static void *xdep_a(void *p)
+{
+	ck_assert_int_eq(pthread_rwlock_rdlock(&xdep_rw), 0);
+	atomic_store((atomic_int *)p, 1);
+	for (int k = 0; k < 5000 && !atomic_load(&xdep_c_done); k++)
+		usleep(1000);
+	pthread_rwlock_unlock(&xdep_rw);
+	return NULL;
+}
+
+static void *xdep_b(void *p)
+{
+	(void)p;
+	ck_assert_int_eq(pthread_rwlock_wrlock(&xdep_rw), 0);
+	pthread_rwlock_unlock(&xdep_rw);
+	return NULL;
+}
+
+START_TEST(test_rwlock_default_prefers_readers)
+{
+	pthread_t a, b;
+	atomic_int a_has = 0;
+	ck_assert_int_eq(pthread_create(&a, NULL, xdep_a, &a_has), 0);
+	ck_assert(spin_until(&a_has));
+	ck_assert_int_eq(pthread_create(&b, NULL, xdep_b, NULL), 0);
+	usleep(50000); /* B waits for A */
+	struct timespec d = in_ms(CLOCK_REALTIME, 2000);
+	int e = pthread_rwlock_timedrdlock(&xdep_rw, &d);
+	if (e == 0)
+		pthread_rwlock_unlock(&xdep_rw);
+	atomic_store(&xdep_c_done, 1);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	ck_assert_msg(e == 0, "a reader waited behind a waiting writer while another reader "
+		      "held the lock (default kind): %d", e);
+}
+END_TEST
+
 /* No lost wakeup through ABA on the futex word: a reader held back by a
  * waiting writer (state 0) used to sleep on state == 0; the writer could
  * take the lock, release it and wake everyone before that reader slept,
@@ -1598,7 +1656,8 @@ END_TEST
  * watchdog turns a hang into a failure. Bounded: 2 s of operations. */
 #define RW_ABA_THREADS 8   /* 2 writers, 6 readers: more than the CPUs, so
 			    * a reader is preempted inside the window */
-static pthread_rwlock_t rw_aba = PTHREAD_RWLOCK_INITIALIZER;
+/* the writer-preferring kind: readers held back by waiting writers */
+static pthread_rwlock_t rw_aba = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static atomic_int rw_aba_stop;
 static atomic_long rw_aba_ops;
 
@@ -1928,6 +1987,7 @@ int main(void)
 	tcase_add_test(tc, test_rwlock_basic);
 	tcase_add_test(tc, test_rwlock_writer_progress);
 	tcase_add_test(tc, test_rwlock_no_lost_wakeup);
+	tcase_add_test(tc, test_rwlock_default_prefers_readers);
 	tcase_add_test(tc, test_rwlock_writer_timeout_wakes_reader);
 	tcase_add_test(tc, test_rwlock_unlock_freed);
 	tcase_add_test(tc, test_rwlock_unlock_freed_threads);

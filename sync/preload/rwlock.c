@@ -19,12 +19,15 @@
  *               every sleeper.
  * The futex half is the high 32 bits (generation | RW_SLEEPERS): offset 4
  * on a little-endian machine, 0 on a big-endian one (futex_word()).
- * wwait counts the writers inside wrlock's slow path; while it is not 0
- * readers hold back, so writers do not starve, unless the reader already
- * holds a read lock of some rwlock (a per-thread count: recursive read
- * locks must not deadlock behind a waiting writer) and the lock is not the
- * writer-preferring nonrecursive kind (flags 2), which never lets readers
- * pass.
+ * wwait counts the writers inside wrlock's slow path. The default kinds
+ * (flags 0, PTHREAD_RWLOCK_PREFER_READER_NP, and 1, which glibc treats the
+ * same) prefer readers, as glibc's do: a reader enters whenever no writer
+ * holds the lock, so read locks may be taken recursively and by threads
+ * that wait for each other while holding them; writers can starve under a
+ * steady stream of readers. The writer-nonrecursive kind (flags 2)
+ * prefers writers: while wwait is not 0 no reader enters, so writers do
+ * not starve, and a thread that asks again for a read lock it holds while
+ * a writer waits deadlocks (as with glibc).
  *
  * Invariants:
  *   I1  The state half changes only by a CAS (acquire) or an RMW (unlock)
@@ -159,9 +162,6 @@
 #define RW_GEN (0x7fffffffull << 32)
 #define RW_SLEEPERS (1ull << 63)
 
-/* read locks this thread holds, over all rwlocks */
-static __thread unsigned rd_held __attribute__((tls_model("initial-exec")));
-
 /* The futex half of word, as the kernel's 32-bit futex sees it. Computes
  * an address and reads nothing (it may be called on freed memory, I3). */
 static inline unsigned *futex_word(struct wp_rwlock *r)
@@ -183,13 +183,13 @@ static inline uint64_t bumped(uint64_t w)
 	return (w & ~(RW_GEN | RW_SLEEPERS)) | ((w + RW_GEN_ONE) & RW_GEN);
 }
 
-/* Whether a reader may enter, given a value of wwait. flags is written by
- * init (or a static initializer) before the lock is shared: a plain read. */
+/* Whether a reader may enter, given a value of wwait (top of file: only the
+ * writer-nonrecursive kind holds readers back for waiting writers). flags
+ * is written by init (or a static initializer) before the lock is shared:
+ * a plain read. */
 static int rd_may_pass(struct wp_rwlock *r, unsigned wwait)
 {
-	if (wwait == 0)
-		return 1;
-	return rd_held > 0 && r->flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+	return wwait == 0 || r->flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
 }
 
 /* Take a read lock without sleeping, starting from *w, a value of word the
@@ -214,7 +214,6 @@ static int rd_take(struct wp_rwlock *r, uint64_t *w)
 		 * relaxed on failure: *w is examined again before any use */
 		if (__atomic_compare_exchange_n(&r->word, w, *w + 1, 1, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED)) {
-			rd_held++;
 			wp_count(WP_RWLOCK, WP_ACQ);
 			return 0;
 		}
@@ -357,8 +356,6 @@ static int rw_unlock(struct wp_rwlock *r)
 			/* release: as above, for the read section (I3) */
 		} while (!__atomic_compare_exchange_n(&r->word, &w, n, 1, __ATOMIC_RELEASE,
 						      __ATOMIC_RELAXED));
-		if (rd_held)
-			rd_held--;
 	}
 	/* *r may be freed from here on (I3): only its futex half's address */
 	if ((w & ~n) & RW_SLEEPERS)
