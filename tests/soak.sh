@@ -2,8 +2,9 @@
 # The soak (not in make check): cross-worker wakes over mixed primitives
 # (semaphore ring, mutex counter, mutex + cond turns, channel sequence,
 # park/unpark turns; tests/soak_wake.c) at WEFT_WORKERS=2 and 16, each run
-# ending with exact counts (nothing lost, nothing doubled), then the
-# park/unpark pairs of stress_wake with the same budget per configuration.
+# ending with exact counts (nothing lost, nothing doubled), the same in
+# 20 ms rounds (every round a stop), then the park/unpark pairs of
+# stress_wake with the same budget per configuration.
 #
 #   tests/soak.sh [SECONDS]       run from the top build directory
 #
@@ -20,7 +21,7 @@ total=${1:-${SOAK_SECONDS:-14400}}
 seed=${SOAK_SEED:-$(date +%s)}
 make -s tests/soak_wake tests/stress_wake >/dev/null || exit 1
 
-runs=3
+runs=4
 per=$((total / runs))
 [ "$per" -ge 1 ] || per=1
 echo "soak: ${total} s in $runs runs of ${per} s (seed=$seed)"
@@ -31,6 +32,22 @@ for w in 2 16; do
 	r=$?
 	if [ "$r" -ne 0 ]; then
 		echo "FAIL: soak_wake WEFT_WORKERS=$w exited $r (seed=$seed)"
+		[ "$rc" -ne 0 ] || rc=$r
+	fi
+done
+# Stops: the same groups in rounds of 20 ms (SOAK_ROUNDS), each round
+# ending with every group's stop protocol and the workers going idle, at
+# 2 and 16 workers (half the run's time each). A stop protocol that can
+# strand a thread (the ring's once read the stop flag after its last
+# post) stalls here within a few hundred rounds.
+half=$(awk "BEGIN { printf \"%.1f\", $per / 2 }")
+rounds=$(awk "BEGIN { r = int($per / 2 / 0.02); print (r < 1 ? 1 : r) }")
+for w in 2 16; do
+	echo "=== soak_wake WEFT_WORKERS=$w, $half s in $rounds rounds"
+	SOAK_ROUNDS=$rounds SOAK_STALL=${SOAK_STALL:-10} WEFT_WORKERS=$w ./tests/soak_wake "$half" "$seed"
+	r=$?
+	if [ "$r" -ne 0 ]; then
+		echo "FAIL: soak_wake rounds WEFT_WORKERS=$w exited $r (seed=$seed)"
 		[ "$rc" -ne 0 ] || rc=$r
 	fi
 done

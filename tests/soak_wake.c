@@ -4,8 +4,12 @@
  * unit, element or hand-off doubled. Run by tests/soak.sh (not by make
  * check, which runs the bounded stress_* tests instead).
  *
- *   soak_wake SECONDS [SEED]
+ *   [SOAK_ROUNDS=R] [SOAK_STALL=S] soak_wake SECONDS [SEED]
  *
+ * SOAK_ROUNDS splits the run into R rounds of SECONDS / R, each with fresh
+ * groups, its own stop, joins and checks (a stop is where a group's stop
+ * protocol and the workers' way to idle are tested; tests/soak.sh runs
+ * 20 ms rounds).
  * WEFT_WORKERS (and WEFT_FEATURES) come from the environment. Groups, one
  * of each kind per worker, their threads pinned to different workers so
  * that every hand-off is a cross-worker wake:
@@ -123,7 +127,7 @@ static void *ring_fn(void *a_)
 {
 	struct arg *a = a_;
 	struct group *g = a->g;
-	int k = a->k, e;
+	int k = a->k, e, stop_seen;
 	uint64_t rng = g->seed + (uint64_t)k * 31 + 1;
 
 	for (;;) {
@@ -139,8 +143,19 @@ static void *ring_fn(void *a_)
 		}
 		atomic_fetch_add_explicit(&g->waits, 1, memory_order_relaxed);
 		tick(g);
-		/* stop: pass the token on anyway, then leave (each thread leaves
-		 * on the first token it gets after the stop, so all leave) */
+		/* Stop: read the flag BEFORE passing the token on, and leave
+		 * after the post if it was set. Reading it after the post lets
+		 * the successor take that token, pass it on and read the flag
+		 * still clear; we then read it set and leave, the successor
+		 * waits for a token that our exit no longer sends, and the
+		 * other token may end in a finished thread's semaphore: a
+		 * stall with every unit accounted for (POSIX semaphores stall
+		 * the same way). Read first, our last post comes after the
+		 * stop, so the successor reads the flag set once it has that
+		 * token (its wait acquires our post, which follows our read of
+		 * the flag) and leaves in turn: every thread whose predecessor
+		 * left leaves, so all do. */
+		stop_seen = atomic_load(&stop);
 		if (rnd(&rng) % 4 == 0) {
 			weft_wakeq_t wq = WEFT_WAKEQ_INITIALIZER;
 
@@ -152,7 +167,7 @@ static void *ring_fn(void *a_)
 		if (e)
 			fail(g, "sem post", e, k);
 		atomic_fetch_add_explicit(&g->posts, 1, memory_order_relaxed);
-		if (atomic_load(&stop))
+		if (stop_seen)
 			return NULL;
 	}
 }
@@ -177,7 +192,7 @@ static void *count_fn(void *a_)
 {
 	struct arg *a = a_;
 	struct group *g = a->g;
-	int k = a->k, e;
+	int k = a->k, e, stop_seen;
 	uint64_t rng = g->seed + (uint64_t)k * 37 + 2;
 
 	for (;;) {
@@ -212,9 +227,12 @@ static void *count_fn(void *a_)
 		weft_mutex_unlock(&g->m);
 		g->mine[k]++;
 		tick(g);
+		/* the stop flag is read before the post, as in the ring (see
+		 * there) */
+		stop_seen = atomic_load(&stop);
 		if ((e = weft_sem_post(&g->sem[(k + 1) % COUNTERS])) != 0)
 			fail(g, "baton post", e, k);
-		if (atomic_load(&stop))
+		if (stop_seen)
 			return NULL;
 	}
 }
@@ -434,15 +452,6 @@ static void check(struct group *g)
 	}
 }
 
-static long total_progress(struct group *gs, int ng)
-{
-	long t = 0;
-
-	for (int i = 0; i < ng; i++)
-		t += atomic_load_explicit(&gs[i].progress, memory_order_relaxed);
-	return t;
-}
-
 static void print_groups(struct group *gs, int ng)
 {
 	for (int i = 0; i < ng; i++) {
@@ -470,34 +479,19 @@ static void print_groups(struct group *gs, int ng)
 	}
 }
 
-int main(int argc, char **argv)
+/* One round: fresh groups on n workers, run for seconds, stop, join,
+ * check. Adds each kind's operations to per[]. Returns 0, or the exit
+ * status (a stall exits the process from here, 2; 3 a setup error). */
+static int run_round(int n, double seconds, uint64_t seed, weft_time_t stall, long per[NKINDS])
 {
-	double seconds = argc > 1 ? strtod(argv[1], NULL) : 10;
-	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : (uint64_t)time(NULL);
-	weft_stats_t s0, s1;
-	struct group *gs;
-	struct arg *args;
-	weft_time_t t0, end, stall;
-	long handoffs;
-	uint64_t wakes;
-	double secs;
-	int n, ng, na = 0, alive;
+	int ng = NKINDS * n, na = 0, alive;
+	struct group *gs = calloc((size_t)ng, sizeof(*gs));
+	struct arg *args = calloc((size_t)ng * RING, sizeof(*args));
+	weft_time_t t0, end;
 
-	stall = (weft_time_t)(getenv("SOAK_STALL") ? atof(getenv("SOAK_STALL")) : STALL_SECONDS) *
-		1000000000ull;
-	if (weft_init(NULL) != 0) {
-		fprintf(stderr, "soak: weft_init failed\n");
-		return 3;
-	}
-	n = weft_workers();
-	ng = NKINDS * n;
-	gs = calloc((size_t)ng, sizeof(*gs));
-	args = calloc((size_t)ng * RING, sizeof(*args));
 	if (!gs || !args)
 		return 3;
-	printf("soak: %d workers, %d groups, %.0f s, seed=%" PRIu64 "\n", n, ng, seconds, seed);
-	fflush(stdout);
-	weft_stats_get(&s0);
+	atomic_store(&stop, 0);
 	t0 = weft_now_ns();
 	end = t0 + (weft_time_t)(seconds * 1e9);
 	for (int i = 0; i < ng; i++) {
@@ -529,13 +523,15 @@ int main(int argc, char **argv)
 	}
 	/* Watchdog: the deadline, then until every thread has finished. A
 	 * group with live threads whose count has not moved for the stall
-	 * time hangs (a lost wakeup), also while the others keep going. */
+	 * time hangs (a lost wakeup), also while the others keep going. The
+	 * poll is 100 ms, or a tenth of a short round. */
 	for (int i = 0; i < ng; i++) {
 		gs[i].last = -1;
 		gs[i].last_move = t0;
 	}
 	for (;;) {
-		struct timespec ts = { 0, 100000000 };
+		long ns = seconds < 1 ? (long)(seconds * 1e8) + 100000 : 100000000;
+		struct timespec ts = { 0, ns };
 		weft_time_t now;
 
 		nanosleep(&ts, NULL);
@@ -571,20 +567,57 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ng; i++)
 		for (int k = 0; k < gs[i].nthreads; k++)
 			weft_join(gs[i].th[k], NULL);
-	weft_stats_get(&s1);
-	for (int i = 0; i < ng; i++)
+	for (int i = 0; i < ng; i++) {
 		check(&gs[i]);
-	handoffs = total_progress(gs, ng);
-	{
-		long per[NKINDS] = { 0 };
-
-		for (int i = 0; i < ng; i++)
-			per[gs[i].kind] += atomic_load(&gs[i].progress);
-		printf("soak: operations:");
-		for (int k = 0; k < NKINDS; k++)
-			printf(" %s %ld", kind_name[k], per[k]);
-		printf("\n");
+		per[gs[i].kind] += atomic_load(&gs[i].progress);
 	}
+	free(args);
+	free(gs);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? strtod(argv[1], NULL) : 10;
+	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : (uint64_t)time(NULL);
+	const char *rs = getenv("SOAK_ROUNDS");
+	int rounds = rs ? atoi(rs) : 1;
+	weft_stats_t s0, s1;
+	weft_time_t t0, stall;
+	long handoffs = 0, per[NKINDS] = { 0 };
+	uint64_t wakes;
+	double secs;
+	int n, rc;
+
+	stall = (weft_time_t)((getenv("SOAK_STALL") ? atof(getenv("SOAK_STALL")) : STALL_SECONDS) *
+			      1e9);
+	if (rounds < 1 || !(seconds > 0)) {
+		fprintf(stderr, "soak: usage: [SOAK_ROUNDS=R] soak_wake SECONDS [SEED] "
+			"(SECONDS > 0, R >= 1)\n");
+		return 3;
+	}
+	if (weft_init(NULL) != 0) {
+		fprintf(stderr, "soak: weft_init failed\n");
+		return 3;
+	}
+	n = weft_workers();
+	printf("soak: %d workers, %d groups, %.0f s", n, NKINDS * n, seconds);
+	if (rounds > 1)
+		printf(" in %d rounds", rounds);
+	printf(", seed=%" PRIu64 "\n", seed);
+	fflush(stdout);
+	weft_stats_get(&s0);
+	t0 = weft_now_ns();
+	for (int r = 0; r < rounds; r++)
+		if ((rc = run_round(n, seconds / rounds, seed + (uint64_t)r, stall, per)) != 0)
+			return rc;
+	weft_stats_get(&s1);
+	printf("soak: operations:");
+	for (int k = 0; k < NKINDS; k++) {
+		printf(" %s %ld", kind_name[k], per[k]);
+		handoffs += per[k];
+	}
+	printf("\n");
 	secs = (double)(weft_now_ns() - t0) / 1e9;
 	wakes = (s1.wakes_remote - s0.wakes_remote) + (s1.wakes_local - s0.wakes_local) +
 		(s1.wakes_locked - s0.wakes_locked);
@@ -593,8 +626,6 @@ int main(int argc, char **argv)
 	       secs, wakes, (double)wakes / secs, s1.wakes_remote - s0.wakes_remote,
 	       s1.wakes_local - s0.wakes_local, s1.wakes_locked - s0.wakes_locked,
 	       s1.kicks - s0.kicks, handoffs, atomic_load(&errors));
-	free(args);
-	free(gs);
 	weft_shutdown();
 	return atomic_load(&errors) ? 1 : 0;
 }
