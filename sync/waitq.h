@@ -61,18 +61,6 @@ static inline void wft_slock_unlock(struct wft_slock *l)
 		wft_wake_q_unlock_slow(l);
 }
 
-/* As wft_slock_unlock, but the exchange is seq_cst: for a holder that
- * reads a word after its unlock in a store-buffering pairing with a
- * thread that writes that word and then tries the lock (sync/sem.c
- * "Posts from signal handlers"). */
-static inline void wft_slock_unlock_seq_cst(struct wft_slock *l)
-{
-	/* seq_cst: the store half of the caller's pairing; also a release
-	 * of the critical section, as in wft_slock_unlock */
-	if (wft_unlikely(wft_xchg(&l->v, 0, seq_cst) == 2))
-		wft_wake_q_unlock_slow(l);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Wait records and queues. */
 
