@@ -21,6 +21,11 @@
  *            on new chunks: guarded stacks fall back to mappings of their
  *            own, and the refused chunk is unmapped, not leaked (it was
  *            64 MiB of locked memory per attempt).
+ *   fallback guard-marker installs that fail with ENOMEM (WEFT_FAULT=
+ *            guard:N): every thread still runs; three failures in a row
+ *            send guarded stacks to mappings of their own for the rest of
+ *            the runtime, with one warning; fewer do not (stack.c "Guard
+ *            fallback").
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -625,6 +630,179 @@ START_TEST(locked_guard_refused)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* fallback */
+
+/* One-page PROT_NONE mappings in this process: the guard pages of stacks
+ * that have a mapping of their own (a guard marker makes none). */
+static int guard_mappings(void)
+{
+	char line[512];
+	unsigned long lo, hi;
+	char perms[8];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    strcmp(perms, "---p") == 0 && hi - lo == (unsigned long)sysconf(_SC_PAGESIZE))
+			n++;
+	fclose(f);
+	return n;
+}
+
+enum { FB_THREADS = 64 };
+static _Atomic int fb_parked, fb_go;
+
+static void *fb_parker(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&fb_parked, 1);
+	while (!atomic_load(&fb_go))
+		weft_park();
+	return NULL;
+}
+
+/* One runtime in which FB_THREADS guarded threads of a size no other
+ * test uses (fresh slots: each needs a guard install) park at once, then
+ * are released and joined. Returns how many of them got a mapping of
+ * their own (new one-page PROT_NONE mappings), or -1 if a spawn or join
+ * failed or not every thread ran within 10 s. */
+static int fb_round(size_t size)
+{
+	weft_config_t c = WEFT_CONFIG_INITIALIZER;
+	weft_thread_t t[FB_THREADS];
+	weft_attr_t a;
+	int before, after, rc = 0;
+
+	atomic_store(&fb_parked, 0);
+	atomic_store(&fb_go, 0);
+	c.workers = 2;
+	if (weft_init(&c) != 0)
+		return -1;
+	before = guard_mappings();
+	weft_attr_init(&a);
+	a.stack_size = size;
+	for (int i = 0; i < FB_THREADS; i++)
+		if (weft_spawn(&t[i], fb_parker, NULL, &a) != 0)
+			return -1;
+	for (int i = 0; i < 10000 && atomic_load(&fb_parked) < FB_THREADS; i++)
+		usleep(1000);
+	after = guard_mappings();
+	if (atomic_load(&fb_parked) < FB_THREADS)
+		rc = -1;
+	atomic_store(&fb_go, 1);
+	for (int i = 0; i < FB_THREADS; i++)
+		if (weft_unpark(t[i]) != 0 || weft_join(t[i], NULL) != 0)
+			rc = -1;
+	if (weft_shutdown() != 0)
+		rc = -1;
+	return rc < 0 || before < 0 || after < 0 ? -1 : after - before;
+}
+
+/* In a child, its stderr and stdout into out: a runtime under
+ * WEFT_FAULT=fault, then one without it (the fallback lasts one runtime).
+ * Prints "own=A later=B": how many stacks of each round got a mapping of
+ * their own. Exits 3 if a round failed. */
+static void fb_child(const char *fault, int out)
+{
+	int own, later;
+
+	dup2(out, 1);
+	dup2(out, 2);
+	setenv("WEFT_FAULT", fault, 1);
+	own = fb_round(88 * 1024);
+	unsetenv("WEFT_FAULT");
+	later = fb_round(104 * 1024);
+	printf("own=%d later=%d\n", own, later);
+	fflush(stdout);
+	_exit(own < 0 || later < 0 ? 3 : 0);
+}
+
+/* Runs fb_child(fault); returns its output in out (NUL-terminated). */
+static void fb_run(const char *fault, char *out, size_t cap)
+{
+	int fds[2], st = 0;
+	size_t len = 0;
+	ssize_t r;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(fds[0]);
+		fb_child(fault, fds[1]);
+	}
+	close(fds[1]);
+	while (len < cap - 1 && (r = read(fds[0], out + len, cap - 1 - len)) > 0)
+		len += (size_t)r;
+	out[len] = '\0';
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "WEFT_FAULT=%s: not every guarded thread ran (status %#x): %s", fault, st, out);
+}
+
+/* The child's result line in out. */
+static void fb_result(const char *out, int *own, int *later)
+{
+	const char *r = strstr(out, "own=");
+
+	ck_assert_msg(r && sscanf(r, "own=%d later=%d", own, later) == 2, "no result: %s", out);
+}
+
+/* Occurrences of needle in hay. */
+static int count_str(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+#define FB_WARNING "weft: guard markers failed"
+
+/* Guard installs that keep failing with ENOMEM (as a page-table
+ * allocation can): before, each new guarded stack tried a guard marker
+ * again (a 64 MiB chunk mapped and unmapped each time) and fell back to a
+ * mapping of its own one stack at a time. Now, three failures in a row
+ * send guarded stacks to their own mappings for the rest of the runtime,
+ * with one warning; two do not; and the next runtime tries guard markers
+ * again. Every thread runs in every case. */
+START_TEST(guard_enomem_fallback)
+{
+	char out[8192];
+	int own = -1, later = -1;
+
+	/* two failures, then the install works: the streak ends, the
+	 * other stacks are chunk slots with guard markers */
+	fb_run("guard:2", out, sizeof(out));
+	fb_result(out, &own, &later);
+	ck_assert_msg(own == 2, "guard:2: %d of %d stacks got a mapping of their own, not 2: %s",
+		      own, FB_THREADS, out);
+	ck_assert_msg(count_str(out, FB_WARNING) == 0, "guard:2 warned: %s", out);
+
+	/* three in a row: the fallback, for this runtime only */
+	fb_run("guard:3", out, sizeof(out));
+	fb_result(out, &own, &later);
+	ck_assert_msg(own >= FB_THREADS,
+		      "guard:3: only %d of %d stacks got a mapping of their own after three "
+		      "failed guard installs in a row: %s", own, FB_THREADS, out);
+	ck_assert_msg(later < FB_THREADS / 2,
+		      "the next runtime did not try guard markers again (%d of %d stacks "
+		      "on their own mappings): %s", later, FB_THREADS, out);
+	ck_assert_msg(count_str(out, FB_WARNING) == 1, "not one warning: %s", out);
+
+	/* failing for good: every thread still runs, one warning */
+	fb_run("guard:1000000", out, sizeof(out));
+	ck_assert_msg(count_str(out, FB_WARNING) == 1, "not one warning: %s", out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stack");
@@ -647,6 +825,9 @@ int main(void)
 
 	tc = wt_tcase(s, "locked", 30);
 	tcase_add_test(tc, locked_guard_refused);
+
+	tc = wt_tcase(s, "fallback", 30);
+	tcase_add_test(tc, guard_enomem_fallback);
 
 	tc = wt_tcase(s, "tls", 30);
 	tcase_add_test(tc, tls_shared_by_worker);
