@@ -68,6 +68,7 @@
 #include "runtime/sanitizer.h"
 #include "runtime/stack.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,9 +169,10 @@ static size_t map_size(size_t size, int guard)
  * usable part). The guard page is a guard marker installed with
  * madvise(MADV_GUARD_INSTALL) (Linux 6.13): an access faults as a
  * PROT_NONE page would, but the marker lives in the page table and does
- * not split the mapping. Where the kernel refuses it (older kernels),
- * guarded stacks keep a mapping of their own as before (the "legacy"
- * mapping: two VMAs each) and only guard = 0 stacks come from chunks.
+ * not split the mapping. Where the kernel refuses it (older kernels), or
+ * accepts it and does nothing (qemu-user: Guard probe below), guarded
+ * stacks keep a mapping of their own as before (the "legacy" mapping: two
+ * VMAs each) and only guard = 0 stacks come from chunks.
  * Stacks too big for CHUNK_STACKS_MIN slots per chunk are legacy too.
  *
  * A chunk's slots are carved in address order on first use (the guard
@@ -262,9 +264,44 @@ static unsigned guard_strikes;   /* chunk_lock; reset by weft_init */
  * chunk_lock. */
 static long fault_guard_left;
 
+/*
+ * Guard probe. qemu-user (7.2) answers madvise with 0 for every advice,
+ * MADV_GUARD_INSTALL included, and installs nothing: taken at its word,
+ * every guarded stack would run without a guard page. So the first
+ * install that succeeds (guard_markers still 0) is checked: one byte is
+ * written from the guard page into a pipe. The kernel's copy from user
+ * memory takes the guard fault and the write fails with EFAULT, with no
+ * signal; under qemu the emulator checks the guest page protection it
+ * keeps, which madvise left readable, and the write succeeds. A write
+ * that succeeds means the marker does nothing: guard markers count as
+ * unsupported, as for EINVAL. If the probe cannot run (no pipe: EMFILE)
+ * the install counts as a failure of its own (Guard fallback above).
+ *
+ * Rejected probes: touching the page under a temporary SIGSEGV handler
+ * (process-wide state, racing the program's own handler and weft's
+ * overflow report, and a real fault of another thread in that window
+ * would be taken for the probe's); process_vm_readv on ourselves (qemu-
+ * user lacks it, ENOSYS, and seccomp profiles may deny it); a read of
+ * /proc/self/mem (needs /proc, and qemu-user places guest addresses at an
+ * offset in the host's); mincore (it says nothing about guard markers);
+ * a child process that touches the page (a fork of a threaded runtime
+ * from inside the scheduler).
+ */
+static int marker_probe(const char *p)
+{
+	int fds[2], err;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return errno;
+	err = write(fds[1], p, 1) == 1 ? EINVAL : errno == EFAULT ? 0 : errno;
+	close(fds[0]);
+	close(fds[1]);
+	return err;
+}
+
 /* Install the guard marker of the slot at p: 0, else -1 and errno, after
  * which the slot must not be handed out guarded. Keeps guard_markers and
- * guard_strikes (Guard fallback above). chunk_lock held. */
+ * guard_strikes (Guard fallback and Guard probe above). chunk_lock held. */
 static int guard_install(char *p)
 {
 	int err = 0;
@@ -274,6 +311,9 @@ static int guard_install(char *p)
 		err = ENOMEM;
 	} else if (madvise(p, wft_page_size(), MADV_GUARD_INSTALL) != 0) {
 		err = errno;
+	} else if (guard_markers == 0) {
+		/* EINVAL: accepted but not enforced */
+		err = marker_probe(p);
 	}
 	if (!err) {
 		guard_markers = 1;
