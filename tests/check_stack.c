@@ -16,7 +16,7 @@
  *            (include/weft/thread.h "Thread-local storage").
  *   canary   in a debug build, an overflow of a guard = 0 stack is
  *            reported by name when the stack is released (stack.c
- *            "Canary").
+ *            "Canary"; the test exists in such builds only).
  *   locked   after mlockall(MCL_FUTURE) the kernel refuses guard markers
  *            on new chunks: guarded stacks fall back to mappings of their
  *            own, and the refused chunk is unmapped, not leaked (it was
@@ -334,7 +334,7 @@ static void *wait_yielder(void *arg)
 START_TEST(wait_does_not_slow_others)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	printf("SKIP stack/wait_does_not_slow_others: RLIMIT_AS cannot be set under a sanitizer\n");
+	wt_skip("stack/wait_does_not_slow_others: RLIMIT_AS cannot be set under a sanitizer");
 #else
 	struct rlimit old;
 	weft_thread_t y[2], big[2], hog;
@@ -505,7 +505,17 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* canary */
 
+/* The canary is in debug builds without ASan only (runtime/stack.c
+ * "Canary"). Other builds have nothing to test, so main() does not
+ * register the test there: a skip counted in every plain `make check`
+ * would break the default stage's "no skips" (tests/skips.expected). */
 #if defined(WFT_DEBUG_BUILD) && !defined(__SANITIZE_ADDRESS__)
+#define CANARY_BUILD 1
+#else
+#define CANARY_BUILD 0
+#endif
+
+#if CANARY_BUILD
 enum { OVF_SIZE = 16 * 1024, OVF_NEIGHBOURS = 4 };
 static _Atomic int ovf_parked;
 
@@ -569,10 +579,7 @@ static void ovf_child(void)
 
 START_TEST(canary_guard_off_overflow)
 {
-#if !defined(WFT_DEBUG_BUILD) || defined(__SANITIZE_ADDRESS__)
-	printf("SKIP stack/canary_guard_off_overflow: the canary is on in debug builds "
-	       "(--enable-debug) without ASan only\n");
-#else
+#if CANARY_BUILD
 	int fds[2], st = 0;
 	char out[4096];
 	ssize_t len = 0, r;
@@ -655,8 +662,8 @@ static void locked_child(void)
 START_TEST(locked_guard_refused)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	printf("SKIP stack/locked_guard_refused: mlockall(MCL_FUTURE) would lock "
-	       "the sanitizer's own reservations\n");
+	wt_skip("stack/locked_guard_refused: mlockall(MCL_FUTURE) would lock "
+		"the sanitizer's own reservations");
 #else
 	int st = 0;
 	pid_t pid;
@@ -673,7 +680,7 @@ START_TEST(locked_guard_refused)
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st), "child died (status %#x)", st);
 	if (WEXITSTATUS(st) == 2) {
-		printf("SKIP stack/locked_guard_refused: mlockall(MCL_FUTURE) refused\n");
+		wt_skip("stack/locked_guard_refused: mlockall(MCL_FUTURE) refused");
 		return;
 	}
 	ck_assert_msg(WEXITSTATUS(st) != 3, "a guarded spawn failed under mlockall");
@@ -878,8 +885,10 @@ int main(void)
 	tc = wt_tcase(s, "wait", 30);
 	tcase_add_test(tc, wait_does_not_slow_others);
 
-	tc = wt_tcase(s, "canary", 30);
-	tcase_add_test(tc, canary_guard_off_overflow);
+	if (CANARY_BUILD) {
+		tc = wt_tcase(s, "canary", 30);
+		tcase_add_test(tc, canary_guard_off_overflow);
+	}
 
 	tc = wt_tcase(s, "locked", 30);
 	tcase_add_test(tc, locked_guard_refused);
