@@ -17,6 +17,7 @@
 #include "runtime/topology.h"
 #include "runtime/sanitizer.h"
 #include "runtime/env.h"
+#include "runtime/stack.h"
 
 #ifdef HAVE_VALGRIND_VALGRIND_H
 int wft_vg_running;
@@ -271,6 +272,9 @@ int weft_init(const weft_config_t *cfg)
 	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
 		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
 	}
+	/* WEFT_FAULT=guard:N: the next N guard-marker installs fail with
+	 * ENOMEM (runtime/stack.c "Guard fallback") */
+	wft_stack_runtime_init(e && strncmp(e, "guard:", 6) == 0 ? atol(e + 6) : 0);
 	wft_stats_reset_unsafe();
 	atomic_store_explicit(&wft_rt.nspinning, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.spin_off_until, 0, memory_order_relaxed);

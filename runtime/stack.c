@@ -68,6 +68,7 @@
 #include "runtime/sanitizer.h"
 #include "runtime/stack.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,9 +169,10 @@ static size_t map_size(size_t size, int guard)
  * usable part). The guard page is a guard marker installed with
  * madvise(MADV_GUARD_INSTALL) (Linux 6.13): an access faults as a
  * PROT_NONE page would, but the marker lives in the page table and does
- * not split the mapping. Where the kernel refuses it (older kernels),
- * guarded stacks keep a mapping of their own as before (the "legacy"
- * mapping: two VMAs each) and only guard = 0 stacks come from chunks.
+ * not split the mapping. Where the kernel refuses it (older kernels), or
+ * accepts it and does nothing (qemu-user: Guard probe below), guarded
+ * stacks keep a mapping of their own as before (the "legacy" mapping: two
+ * VMAs each) and only guard = 0 stacks come from chunks.
  * Stacks too big for CHUNK_STACKS_MIN slots per chunk are legacy too.
  *
  * A chunk's slots are carved in address order on first use (the guard
@@ -228,8 +230,119 @@ static struct chunk_class *classes;       /* chunk_lock */
 static struct chunk **chunks;             /* chunk_lock; sorted by base */
 static unsigned nchunks, chunks_cap;      /* chunk_lock */
 /* 1: MADV_GUARD_INSTALL works, -1: it does not (or chunks are locked),
- * 0: not tried yet. chunk_lock. */
+ * 0: not tried yet. For the life of the process (Guard fallback below).
+ * chunk_lock. */
 static int guard_markers;
+
+/*
+ * Guard fallback. A guard install that fails with EINVAL says the kernel
+ * will refuse every later one too (no guard markers, or locked chunks):
+ * guarded stacks go legacy for the life of the process at once. Any other
+ * failure (ENOMEM: no memory for the page tables; EPERM or ENOSYS from a
+ * seccomp filter that knows no MADV_GUARD_INSTALL) may be passing, so the
+ * stack at hand goes legacy and the next one tries again, but a failure
+ * that persists would make every new guarded stack pay for a 64 MiB chunk
+ * mapped and unmapped, a failed madvise and then its own mapping anyway.
+ * So GUARD_STRIKES_MAX failures in a row (guard_strikes; a success
+ * resets it) send guarded stacks legacy for the rest of the runtime, with
+ * one line on stderr; the next weft_init tries guard markers again
+ * (wft_stack_runtime_init). Three is a judgement, not a measurement: it
+ * lets one or two passing failures by, and waiting for the third costs
+ * two wasted chunk mappings.
+ *
+ * What the legacy path does when its own guard (mprotect) fails is not
+ * changed: that stack is ENOMEM and its thread waits for one
+ * (docs/stacks.md "When stacks do run out"). At the mapping limit the
+ * only way on would be a stack without the guard page the caller asked
+ * for, which weft does not choose behind the caller's back (glibc's
+ * pthread_create is EAGAIN there too).
+ */
+#define GUARD_STRIKES_MAX 3
+
+static unsigned guard_strikes;   /* chunk_lock; reset by weft_init */
+/* WEFT_FAULT=guard:N: the next n guard installs fail with ENOMEM.
+ * chunk_lock. */
+static long fault_guard_left;
+
+/*
+ * Guard probe. qemu-user (7.2) answers madvise with 0 for every advice,
+ * MADV_GUARD_INSTALL included, and installs nothing: taken at its word,
+ * every guarded stack would run without a guard page. So the first
+ * install that succeeds (guard_markers still 0) is checked: one byte is
+ * written from the guard page into a pipe. The kernel's copy from user
+ * memory takes the guard fault and the write fails with EFAULT, with no
+ * signal; under qemu the emulator checks the guest page protection it
+ * keeps, which madvise left readable, and the write succeeds. A write
+ * that succeeds means the marker does nothing: guard markers count as
+ * unsupported, as for EINVAL. If the probe cannot run (no pipe: EMFILE)
+ * the install counts as a failure of its own (Guard fallback above).
+ *
+ * Rejected probes: touching the page under a temporary SIGSEGV handler
+ * (process-wide state, racing the program's own handler and weft's
+ * overflow report, and a real fault of another thread in that window
+ * would be taken for the probe's); process_vm_readv on ourselves (qemu-
+ * user lacks it, ENOSYS, and seccomp profiles may deny it); a read of
+ * /proc/self/mem (needs /proc, and qemu-user places guest addresses at an
+ * offset in the host's); mincore (it says nothing about guard markers);
+ * a child process that touches the page (a fork of a threaded runtime
+ * from inside the scheduler).
+ */
+static int marker_probe(const char *p)
+{
+	int fds[2], err;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return errno;
+	err = write(fds[1], p, 1) == 1 ? EINVAL : errno == EFAULT ? 0 : errno;
+	close(fds[0]);
+	close(fds[1]);
+	return err;
+}
+
+/* Install the guard marker of the slot at p: 0, else -1 and errno, after
+ * which the slot must not be handed out guarded. Keeps guard_markers and
+ * guard_strikes (Guard fallback and Guard probe above). chunk_lock held. */
+static int guard_install(char *p)
+{
+	int err = 0;
+
+	if (fault_guard_left > 0) {
+		fault_guard_left--;
+		err = ENOMEM;
+	} else if (madvise(p, wft_page_size(), MADV_GUARD_INSTALL) != 0) {
+		err = errno;
+	} else if (guard_markers == 0) {
+		/* EINVAL: accepted but not enforced */
+		err = marker_probe(p);
+	}
+	if (!err) {
+		guard_markers = 1;
+		guard_strikes = 0;
+		return 0;
+	}
+	if (err == EINVAL)
+		guard_markers = -1;
+	else if (++guard_strikes == GUARD_STRIKES_MAX)
+		fprintf(stderr, "weft: guard markers failed %u times in a row (%s); guarded "
+			"stacks get mappings of their own for the rest of this runtime\n",
+			GUARD_STRIKES_MAX, strerror(err));
+	errno = err;
+	return -1;
+}
+
+/* Guarded stacks come from chunks (guard markers not known to fail). */
+static bool guard_markers_usable(void)
+{
+	return guard_markers >= 0 && guard_strikes < GUARD_STRIKES_MAX;
+}
+
+void wft_stack_runtime_init(long fault_guard)
+{
+	pthread_mutex_lock(&chunk_lock);
+	guard_strikes = 0;
+	fault_guard_left = fault_guard;
+	pthread_mutex_unlock(&chunk_lock);
+}
 
 static void partial_add(struct chunk *c)
 {
@@ -287,7 +400,7 @@ static struct chunk_class *class_of(size_t size, int guard)
 	struct chunk_class *k;
 	size_t slot = map_size(size, guard);
 
-	if (guard && guard_markers < 0)
+	if (guard && !guard_markers_usable())
 		return NULL;
 	if (slot > CHUNK_BYTES / CHUNK_STACKS_MIN)
 		return NULL;
@@ -377,24 +490,17 @@ static char *chunk_get(struct chunk_class *k)
 		p = c->base + (size_t)i * k->slot;
 	} else {
 		p = c->base + (size_t)c->ncarved * k->slot;
-		if (k->guard && madvise(p, wft_page_size(), MADV_GUARD_INSTALL) != 0) {
-			/* EINVAL: the kernel has no guard markers, or refuses
-			 * them on this mapping because it is locked
-			 * (mlockall(MCL_FUTURE) locks every new chunk): either
-			 * way every later chunk would refuse too, so guarded
-			 * stacks go legacy from now on. Anything else (ENOMEM:
-			 * no memory for page tables) may pass: this stack goes
-			 * legacy, the next one tries again. No other errno is
-			 * special-cased. */
-			if (errno == EINVAL)
-				guard_markers = -1;
-			/* a chunk with no slot carved is unreachable from
-			 * any stack: unmap it, whatever the cause */
+		if (k->guard && guard_install(p) != 0) {
+			/* this stack goes legacy (Guard fallback above: EINVAL
+			 * or a run of other failures sends every later one
+			 * there too). A chunk with no slot carved is
+			 * unreachable from any stack: unmap it, whatever the
+			 * cause (under mlockall(MCL_FUTURE) it is locked and
+			 * populated in full). */
 			if (c->ncarved == 0 && c->nfree == 0)
 				chunk_free(c);
 			return NULL;
 		}
-		guard_markers = 1;
 		c->ncarved++;
 		/* the top page, which the thread's first frames touch: a
 		 * syscall populates it for less than the fault would cost */

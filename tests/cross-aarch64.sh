@@ -25,6 +25,10 @@
 # Not a CI stage (tests/README "aarch64"): qemu-user runs weft with
 # syscalls it ignores (madvise, setrlimit(RLIMIT_AS)) or lacks (io_uring,
 # process_vm_readv, seccomp), and the suites must first be green under it.
+# madvise(MADV_GUARD_INSTALL) returns 0 and installs nothing: runtime/
+# stack.c checks the first marker it installs ("Guard probe") and gives
+# guarded stacks mappings of their own when it does not fault, and the
+# stack suite's guard-marker tests skip (wt_skip).
 #
 # Prints one line per suite with its time, the failing tests of a failing
 # suite, and ends with "N passed, N failed". Exit 0 when every suite

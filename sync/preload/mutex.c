@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 #include <threads.h>
 
 #include "preload.h"
@@ -235,7 +236,7 @@ int wp_mutex_init_kind(struct wp_mutex *m, int type)
 	m->fails = 0;
 	m->probe = 0;
 	m->pad0 = 0;
-	m->pad = 0;
+	memset(m->pad, 0, sizeof(m->pad));
 	return 0;
 }
 

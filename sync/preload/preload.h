@@ -1,5 +1,6 @@
 /* libweft-preload.so internals: the object layouts laid over glibc's
- * (x86-64 and other LP64 glibc targets with the same sizes), the futex and
+ * (x86-64 and aarch64: only pthread_mutex_t's size differs, and struct
+ * wp_mutex follows it), the futex and
  * clock helpers, the glibc entry points reached through dlsym(RTLD_NEXT),
  * and the statistics counters.
  *
@@ -20,9 +21,11 @@
 
 #define WP_EXPORT __attribute__((visibility("default")))
 
-/* pthread_mutex_t, 40 bytes. lock is glibc's lowlevellock word (0 free,
- * 1 locked, 2 locked with sleepers); kind sits at offset 16 like glibc's so
- * that the _NP static initializers work. */
+/* pthread_mutex_t: 40 bytes on x86-64, 48 on aarch64 (glibc's generic
+ * layout); the fields are the first 32 bytes, and pad fills the rest to
+ * glibc's size. lock is glibc's lowlevellock word (0 free, 1 locked, 2
+ * locked with sleepers); kind sits at offset 16 like glibc's so that the
+ * _NP static initializers work. */
 struct wp_mutex {
 	int lock;           /* 0: futex word */
 	unsigned count;     /* 4: recursion depth (RECURSIVE) */
@@ -33,7 +36,7 @@ struct wp_mutex {
 	unsigned short fails; /* 24: spins in a row that ended without the lock */
 	unsigned short probe; /* 26: attempts skipped since the last spin */
 	unsigned pad0;      /* 28 */
-	uint64_t pad;       /* 32 */
+	unsigned char pad[sizeof(pthread_mutex_t) - 32]; /* 32 */
 };
 
 /* glibc's kind bits that send a mutex to glibc: robust (0x10), PI (0x20),
@@ -98,7 +101,9 @@ struct wp_sem {
 };
 #define WP_SEM_GLIBC_SHARED 0x80u
 
-_Static_assert(sizeof(struct wp_mutex) == sizeof(pthread_mutex_t), "mutex size");
+_Static_assert(sizeof(pthread_mutex_t) >= 40 && sizeof(struct wp_mutex) == sizeof(pthread_mutex_t),
+	       "mutex size");
+_Static_assert(offsetof(struct wp_mutex, pad) == 32, "mutex fields in the first 32 bytes");
 _Static_assert(offsetof(struct wp_mutex, kind) == 16, "mutex kind offset");
 _Static_assert(sizeof(struct wp_cond) == sizeof(pthread_cond_t), "cond size");
 _Static_assert(offsetof(struct wp_cond, wrefs) == 36, "cond wrefs offset");
