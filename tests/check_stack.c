@@ -47,30 +47,6 @@ static void *ret_arg(void *arg)
 	return arg;
 }
 
-/* Does this system give guard markers that fault? (madvise
- * MADV_GUARD_INSTALL on a fresh page, then write(2) of a byte from it
- * into a pipe must fail with EFAULT. Linux before 6.13 refuses the
- * advice; qemu-user accepts it and installs nothing.) Tests about the
- * chunks' guard markers skip without them: guarded stacks then get
- * mappings of their own (runtime/stack.c "Guard probe"). */
-static bool have_guard_markers(void)
-{
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	char *p = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int fds[2];
-	bool ok = false;
-
-	if (p == MAP_FAILED)
-		return false;
-	if (madvise(p, ps, 102 /* MADV_GUARD_INSTALL */) == 0 && pipe(fds) == 0) {
-		ok = write(fds[1], p, 1) < 0 && errno == EFAULT;
-		close(fds[0]);
-		close(fds[1]);
-	}
-	munmap(p, 2 * ps);
-	return ok;
-}
-
 /* vm.max_map_count, or 65530 (the default) if unreadable. */
 static long max_map_count(void)
 {
@@ -216,7 +192,7 @@ START_TEST(many_parked_guarded)
 	weft_time_t end;
 
 	/* without guard markers each guarded stack is two mappings */
-	if (!have_guard_markers() && 2L * MANY + 2000 > max_map_count()) {
+	if (!wt_guard_markers() && 2L * MANY + 2000 > max_map_count()) {
 		wt_skip("stack/many_parked_guarded: no guard markers here, and %d guarded "
 			"stacks of their own need %d mappings (vm.max_map_count %ld)",
 			MANY, 2 * MANY, max_map_count());
@@ -675,7 +651,7 @@ START_TEST(locked_guard_refused)
 			"the sanitizer's own reservations");
 		return;
 	}
-	if (!have_guard_markers()) {
+	if (!wt_guard_markers()) {
 		wt_skip("stack/locked_guard_refused: no guard markers here (the test is "
 			"about the kernel refusing them on locked chunks)");
 		return;
@@ -844,7 +820,7 @@ START_TEST(guard_enomem_fallback)
 	char out[8192];
 	int own = -1, later = -1;
 
-	if (!have_guard_markers()) {
+	if (!wt_guard_markers()) {
 		wt_skip("stack/guard_enomem_fallback: no guard markers here (every guarded "
 			"stack has a mapping of its own anyway)");
 		return;

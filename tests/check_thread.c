@@ -1107,21 +1107,6 @@ static int count_maps(void)
 	return n;
 }
 
-/* Does the kernel install guard markers (madvise MADV_GUARD_INSTALL,
- * Linux 6.13)? Then weft's guarded stacks share mappings. */
-static bool guard_markers_supported(void)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	bool ok;
-
-	if (p == MAP_FAILED)
-		return false;
-	ok = madvise(p, page, 102 /* MADV_GUARD_INSTALL */) == 0;
-	munmap(p, 2 * page);
-	return ok;
-}
-
 START_TEST(parked_20k_guarded)
 {
 	weft_thread_t *ts = calloc(PARKED, sizeof(*ts));
@@ -1144,7 +1129,7 @@ START_TEST(parked_20k_guarded)
 	while (atomic_load(&nparked) < PARKED)
 		usleep(1000);
 	during = count_maps();
-	if (guard_markers_supported())
+	if (wt_guard_markers())
 		/* a chunk holds 248 default stacks: about 81 mappings */
 		ck_assert_msg(during - before <= PARKED / 32,
 			      "%d mappings for %d parked guarded stacks", during - before, PARKED);

@@ -4,11 +4,13 @@
 #include <config.h>
 #include "tests/harness.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,4 +160,22 @@ int wt_run_suite(Suite *s)
 	if (failed)
 		return EXIT_FAILURE;
 	return run > 0 && skipped >= run ? 77 : EXIT_SUCCESS;
+}
+
+bool wt_guard_markers(void)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int fds[2];
+	bool ok = false;
+
+	if (p == MAP_FAILED)
+		return false;
+	if (madvise(p, ps, 102 /* MADV_GUARD_INSTALL */) == 0 && pipe(fds) == 0) {
+		ok = write(fds[1], p, 1) < 0 && errno == EFAULT;
+		close(fds[0]);
+		close(fds[1]);
+	}
+	munmap(p, 2 * ps);
+	return ok;
 }

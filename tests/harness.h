@@ -103,4 +103,12 @@ void wt_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool wt_have_two_cpus(const char *test);
 bool wt_init_two_workers(const char *test);
 
+/* Does this system give guard markers that fault? (madvise
+ * MADV_GUARD_INSTALL on a fresh page, then write(2) of a byte from it
+ * into a pipe must fail with EFAULT. Linux before 6.13 refuses the
+ * advice; qemu-user accepts it and installs nothing.) Without them,
+ * guarded stacks get mappings of their own (runtime/stack.c "Guard
+ * probe"), and tests about the chunks' markers skip. */
+bool wt_guard_markers(void);
+
 #endif
