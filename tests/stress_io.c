@@ -34,7 +34,8 @@ struct stream {
 	uint64_t seed;
 	weft_time_t end;
 	uint64_t sent, got;
-	uint64_t timeouts, polls, ops;
+	uint64_t timeouts, polls;
+	uint64_t wops, rops;   /* the sender's and the receiver's own counts */
 };
 
 static inline unsigned char pattern(uint64_t off, int id)
@@ -75,7 +76,7 @@ static void *sender(void *arg)
 			if (k <= 0)
 				return NULL;
 			done += (size_t)k;
-			s->ops++;
+			s->wops++;
 		}
 		s->sent += n;
 		switch (wt_rand(&rng) % 16) {
@@ -125,7 +126,7 @@ static void *receiver(void *arg)
 				return NULL;
 			}
 		s->got += (uint64_t)k;
-		s->ops++;
+		s->rops++;
 	}
 	WT_CHECK(weft_io_set_timeout(0) == 0);
 	return NULL;
@@ -171,7 +172,7 @@ START_TEST(streams)
 		bytes += st[i].got;
 		tmos += st[i].timeouts;
 		polls += st[i].polls;
-		ops += st[i].ops;
+		ops += st[i].wops + st[i].rops;
 	}
 	printf("stress_io config %d: %.1f s, %d streams, %llu bytes, %llu ops, %llu timeouts, %llu polls\n",
 	       _i, secs, PAIRS, (unsigned long long)bytes, (unsigned long long)ops,
