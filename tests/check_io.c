@@ -1010,9 +1010,10 @@ static void *ticker(void *arg)
  * 0 keeps waking while worker 0's callers wait for their jobs. The tick
  * count is not a rate (a loaded host may wake the ticker late, many ms per
  * tick): worker 0's callers wait for most of the ~160 ms the jobs take,
- * and 5 ticks in that window allow 30 ms per tick. An offload that blocked
- * its worker instead would leave no tick at all in it: the ticker would
- * then run on worker 0 only between calls. */
+ * and 3 ticks in that window allow 50 ms per tick (a TSan build on a
+ * loaded 2-CPU host counted 4). An offload that blocked its worker instead
+ * would leave no tick at all in it: the ticker would then run on worker 0
+ * only between calls. */
 START_TEST(offload_bounded)
 {
 	weft_thread_t t[OFFLOAD_JOBS], tk;
@@ -1044,7 +1045,7 @@ START_TEST(offload_bounded)
 	       wt_configs[_i].name, atomic_load(&max_in_flight), nticks);
 	fflush(stdout);
 	ck_assert_int_le(atomic_load(&max_in_flight), OFFLOAD_MAX);
-	ck_assert_int_ge(nticks, 5);
+	ck_assert_int_ge(nticks, 3);
 	ck_assert_int_eq(weft_stats_get(&st), 0);
 	ck_assert_uint_ge(st.offloads, OFFLOAD_JOBS);
 	wt_shutdown();
