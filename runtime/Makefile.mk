@@ -1,16 +1,22 @@
-# runtime/: the scheduler core.
+# runtime/: the scheduler core, I/O (per-worker io_uring, the offload pool
+# and the fallback poller) and diagnostics (signal masks, the stack
+# overflow report, the thread dump, fork handling).
 libweft_la_SOURCES += \
 	runtime/context.c \
 	runtime/drain.c \
+	runtime/dump.c \
 	runtime/env.c \
 	runtime/features.c \
-	runtime/gang.c \
 	runtime/futex.c \
+	runtime/gang.c \
 	runtime/idle.c \
 	runtime/init.c \
+	runtime/io.c \
 	runtime/key.c \
 	runtime/mailbox.c \
+	runtime/offload.c \
 	runtime/runq.c \
+	runtime/segv.c \
 	runtime/stack.c \
 	runtime/stats.c \
 	runtime/thread.c \
@@ -34,15 +40,17 @@ endif
 noinst_HEADERS += \
 	runtime/atomic.h \
 	runtime/context.h \
-	runtime/context_x86_64.h \
 	runtime/context_aarch64.h \
 	runtime/context_ucontext.h \
+	runtime/context_x86_64.h \
+	runtime/diag.h \
 	runtime/env.h \
-	runtime/stack.h \
 	runtime/list.h \
-	runtime/sanitizer.h \
 	runtime/runq.h \
+	runtime/sanitizer.h \
+	runtime/stack.h \
 	runtime/topology.h \
+	runtime/uring.h \
 	runtime/wft.h
 
 EXTRA_DIST += runtime/features.def runtime/stats.def \
@@ -51,12 +59,6 @@ EXTRA_DIST += runtime/features.def runtime/stats.def \
 weftinclude_HEADERS += \
 	include/weft/common.h \
 	include/weft/gang.h \
+	include/weft/io.h \
 	include/weft/stats.h \
 	include/weft/thread.h
-
-include runtime/io.mk
-
-# Reliability and diagnostics (issue 20): signal masks, the stack-overflow
-# report, the thread dump, the shutdown report, fork handling.
-libweft_la_SOURCES += runtime/segv.c runtime/dump.c
-noinst_HEADERS += runtime/diag.h

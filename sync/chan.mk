@@ -1,3 +1,0 @@
-# channels and select (issue 3).
-libweft_la_SOURCES += sync/chan.c
-weftinclude_HEADERS += include/weft/chan.h
