@@ -18,7 +18,7 @@ man3_pages = \
 	man/weft_gang.3
 dist_man_MANS = man/weft.7 $(man3_pages)
 
-EXTRA_DIST += man/links.sh tests/check_man.sh
+EXTRA_DIST += man/links.sh
 
 install-data-hook: install-man-links
 uninstall-hook: uninstall-man-links

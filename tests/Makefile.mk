@@ -1,7 +1,11 @@
-# tests/: one Check suite per concept, plus bounded seeded stress tests.
-# Each binary is listed once here; TESTS = check_PROGRAMS.
-TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-TEST_LDADD = libweft.la libtests.la $(CHECK_LIBS) -lpthread
+# tests/: one Check suite per concept, plus bounded seeded stress tests and
+# script tests. A suite is the program tests/NAME, built from tests/NAME.c
+# (automake's default source) with the defaults below; each is listed once.
+
+# Every test program links the harness and Check (the default LDADD: each
+# program outside tests/ sets its own). -pthread from Check's flags.
+AM_CPPFLAGS += $(CHECK_CFLAGS)
+LDADD = libweft.la libtests.la $(CHECK_LIBS) -lpthread
 
 # Sanitizer runtime options for every test (harmless in a plain build; a
 # value already in the environment wins). UBSan only prints by default, so
@@ -12,8 +16,10 @@ AM_TESTS_ENVIRONMENT += \
 
 noinst_LTLIBRARIES = libtests.la
 libtests_la_SOURCES = tests/harness.c tests/harness.h
-libtests_la_CFLAGS = $(TEST_CFLAGS)
+noinst_HEADERS += tests/sync_common.h
 
+# The scheduler core: threads, contexts, the scheduler, timers, OS
+# threads, configuration, stacks, the wake path.
 core_tests = \
 	tests/check_context \
 	tests/check_thread \
@@ -24,46 +30,66 @@ core_tests = \
 	tests/check_stack \
 	tests/check_wake \
 	tests/stress_wake
+tests_check_context_LDADD = $(LDADD) -lm
 
-check_PROGRAMS += $(core_tests)
-TESTS += $(core_tests)
+# Synchronisation primitives and channels.
+sync_tests = \
+	tests/check_mutex \
+	tests/check_cond \
+	tests/check_sem \
+	tests/check_rwlock \
+	tests/check_barrier \
+	tests/stress_sync \
+	tests/check_chan \
+	tests/stress_chan
 
-tests_check_context_SOURCES = tests/check_context.c
-tests_check_context_CFLAGS = $(TEST_CFLAGS)
-tests_check_context_LDADD = $(TEST_LDADD) -lm
-tests_check_thread_SOURCES = tests/check_thread.c
-tests_check_thread_CFLAGS = $(TEST_CFLAGS)
-tests_check_thread_LDADD = $(TEST_LDADD)
-tests_check_sched_SOURCES = tests/check_sched.c
-tests_check_sched_CFLAGS = $(TEST_CFLAGS)
-tests_check_sched_LDADD = $(TEST_LDADD)
-tests_check_timer_SOURCES = tests/check_timer.c
-tests_check_timer_CFLAGS = $(TEST_CFLAGS)
-tests_check_timer_LDADD = $(TEST_LDADD)
-tests_check_os_thread_SOURCES = tests/check_os_thread.c
-tests_check_os_thread_CFLAGS = $(TEST_CFLAGS)
-tests_check_os_thread_LDADD = $(TEST_LDADD)
-tests_check_config_SOURCES = tests/check_config.c
-tests_check_config_CFLAGS = $(TEST_CFLAGS)
-tests_check_config_LDADD = $(TEST_LDADD)
-tests_check_stack_SOURCES = tests/check_stack.c
-tests_check_stack_CFLAGS = $(TEST_CFLAGS)
-tests_check_stack_LDADD = $(TEST_LDADD)
-tests_check_wake_SOURCES = tests/check_wake.c
-tests_check_wake_CFLAGS = $(TEST_CFLAGS)
-tests_check_wake_LDADD = $(TEST_LDADD)
-tests_stress_wake_SOURCES = tests/stress_wake.c
-tests_stress_wake_CFLAGS = $(TEST_CFLAGS)
-tests_stress_wake_LDADD = $(TEST_LDADD)
+# I/O. check_io runs twice: as is (io_uring when the kernel allows it) and
+# under WEFT_FEATURES=NO_URING (check_io_nouring.sh: the offload/poller
+# fallback).
+io_tests = tests/check_io tests/stress_io
+
+# Reliability: signal handlers, lifecycle edges, I/O poll edges,
+# diagnostics (dump, shutdown report, stack overflow report).
+reliab_tests = \
+	tests/check_signal \
+	tests/check_io_poll \
+	tests/check_lifecycle \
+	tests/check_diag
+
+check_PROGRAMS += $(core_tests) $(sync_tests) $(io_tests)
+TESTS += $(core_tests) $(sync_tests) $(io_tests)
+
+# Script tests: the I/O fallback, Valgrind, a server restarted on its
+# port, an HTTP server under load, the wake-path benchmarks' smoke test
+# (examples/), the man pages.
+script_tests = \
+	tests/check_io_nouring.sh \
+	tests/check_valgrind.sh \
+	tests/check_server_restart.sh \
+	tests/check_http.sh \
+	tests/check_wake_bench.sh \
+	tests/check_man.sh
+TESTS += $(script_tests)
+dist_check_SCRIPTS = $(script_tests)
+
+include tests/gang.mk
+
+check_PROGRAMS += $(reliab_tests)
+TESTS += $(reliab_tests)
+
+# The gdb helper: installed in $(pkgdatadir); tests/check_gdb.sh runs
+# tests/gdb_target under gdb in batch mode (SKIP without gdb).
+dist_pkgdata_DATA = runtime/weft-gdb.py
+check_PROGRAMS += tests/gdb_target
+tests_gdb_target_CFLAGS = $(AM_CFLAGS) -g
+TESTS += tests/check_gdb.sh
+dist_check_SCRIPTS += tests/check_gdb.sh
 
 EXTRA_DIST += tests/README
 
 # The soak (tests/soak.sh, not in TESTS): built by make check, run by hand
 # or by CI's soak stage.
 check_PROGRAMS += tests/soak_wake
-tests_soak_wake_SOURCES = tests/soak_wake.c
-tests_soak_wake_CFLAGS = $(AM_CFLAGS)
-tests_soak_wake_LDADD = libweft.la -lpthread
 dist_noinst_SCRIPTS += tests/soak.sh
 
 # The aarch64 cross build under qemu-user (not in TESTS: it builds weft a
@@ -74,13 +100,4 @@ dist_noinst_SCRIPTS += tests/cross-aarch64.sh
 dist_noinst_SCRIPTS += tests/skips.sh
 EXTRA_DIST += tests/skips.expected
 
-include tests/sync.mk
-include tests/chan.mk
-include tests/io.mk
-include tests/gang.mk
-
-# wake-path benchmarks smoke test (examples/wake.mk)
-TESTS += tests/check_wake_bench.sh
-dist_check_SCRIPTS += tests/check_wake_bench.sh
-TESTS += tests/check_man.sh
 include tests/models/Makefile.mk
