@@ -2,6 +2,7 @@
 # and the fallback poller) and diagnostics (signal masks, the stack
 # overflow report, the thread dump, fork handling).
 libweft_la_SOURCES += \
+	runtime/clock.c \
 	runtime/context.c \
 	runtime/drain.c \
 	runtime/dump.c \

@@ -53,14 +53,6 @@
 #include <time.h>
 #include <unistd.h>
 
-weft_time_t wft_coarse_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (weft_time_t)ts.tv_sec * 1000000000ull + (weft_time_t)ts.tv_nsec;
-}
-
 /* ---------------------------------------------------------------------- */
 /* fork */
 

@@ -1035,20 +1035,7 @@ int weft_unpark(weft_thread_t t)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Time */
-
-weft_time_t wft_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (weft_time_t)ts.tv_sec * 1000000000ull + (weft_time_t)ts.tv_nsec;
-}
-
-weft_time_t weft_now_ns(void)
-{
-	return wft_now();
-}
+/* Sleep (the clock is runtime/clock.c) */
 
 int weft_sleep_until(weft_time_t deadline)
 {

@@ -3,8 +3,11 @@
  *
  * Declares the core objects (thread, worker, runqueue, mailbox, timer heap,
  * waiter) and the internal calls between runtime/ and sync/. Everything here
- * is internal: names are wft_<file>_<verb>() and the definition lives in
- * runtime/<file>.c (or sync/<file>.c), so grep finds it.
+ * is internal and named wft_* (the public API is weft_*). Most calls are
+ * wft_<module>_<verb>() and are defined in runtime/<module>.c or
+ * sync/<module>.c; the helpers every file uses (the clock wft_now, the
+ * atomics of runtime/atomic.h, the stats macros, the wait notes) are not
+ * named for a module, and the comment above each says where it lives.
  *
  * Contexts used in the function headers:
  *   any          - a weft thread, a worker's scheduler loop or a plain OS thread;
@@ -974,11 +977,12 @@ bool wft_wake_handoff_ok(void);
 bool wft_wake_handoff(struct weft_thread *t);
 
 /* ---------------------------------------------------------------------- */
-/* Misc (runtime/init.c, thread.c). */
+/* Clocks (runtime/clock.c) and wait notes (runtime/dump.c prints them). */
 
+/* CLOCK_MONOTONIC in ns. Context: any. */
 weft_time_t wft_now(void);
 /* CLOCK_MONOTONIC_COARSE (a few ms resolution, a few ns to read): the
- * dump's "blocked since" stamps (runtime/dump.c). Context: any. */
+ * dump's "blocked since" stamps. Context: any. */
 weft_time_t wft_coarse_now(void);
 /* Note what the calling light thread t blocks on (weft_dump). */
 static inline void wft_wait_note(struct weft_thread *t, const char *what, const void *obj)
