@@ -19,15 +19,25 @@
  *               every sleeper.
  * The futex half is the high 32 bits (generation | RW_SLEEPERS): offset 4
  * on a little-endian machine, 0 on a big-endian one (futex_word()).
- * wwait counts the writers inside wrlock's slow path. The default kinds
- * (flags 0, PTHREAD_RWLOCK_PREFER_READER_NP, and 1, which glibc treats the
- * same) prefer readers, as glibc's do: a reader enters whenever no writer
- * holds the lock, so read locks may be taken recursively and by threads
- * that wait for each other while holding them; writers can starve under a
- * steady stream of readers. The writer-nonrecursive kind (flags 2)
- * prefers writers: while wwait is not 0 no reader enters, so writers do
- * not starve, and a thread that asks again for a read lock it holds while
- * a writer waits deadlocks (as with glibc).
+ * wwait counts the writers inside wrlock's slow path.
+ *
+ * Waiting writers and new readers (the kinds):
+ *   writer-nonrecursive (flags 2, glibc's writer preference): while wwait
+ *     is not 0 no reader enters. Writers do not starve; a thread that asks
+ *     again for a read lock it holds while a writer waits deadlocks, as
+ *     with glibc.
+ *   the default kinds (flags 0, PTHREAD_RWLOCK_PREFER_READER_NP, and 1,
+ *     which glibc treats the same): a reader holds back for waiting
+ *     writers, so that a steady stream of readers cannot starve them, but
+ *     for at most RW_HOLD_NS (1 ms, the mutexes' anti-starvation bound),
+ *     and not at all if the thread already holds a read lock (a per-thread
+ *     count, rd_held: recursive read locks pass at once). Held back longer,
+ *     it enters as a reader would with glibc's reader preference. So a
+ *     program that is correct under glibc (A holds a read lock and waits
+ *     for C; B waits to write; C asks for a read lock) still runs: C waits
+ *     1 ms, not for ever; and a writer waits at most for the read sections
+ *     that began before it plus those of readers held back over 1 ms,
+ *     which happens only while read sections last longer than that.
  *
  * Invariants:
  *   I1  The state half changes only by a CAS (acquire) or an RMW (unlock)
@@ -162,6 +172,13 @@
 #define RW_GEN (0x7fffffffull << 32)
 #define RW_SLEEPERS (1ull << 63)
 
+/* How long a reader of a default-kind lock holds back for waiting writers
+ * (top of file). */
+#define RW_HOLD_NS 1000000
+
+/* read locks this thread holds, over all rwlocks */
+static __thread unsigned rd_held __attribute__((tls_model("initial-exec")));
+
 /* The futex half of word, as the kernel's 32-bit futex sees it. Computes
  * an address and reads nothing (it may be called on freed memory, I3). */
 static inline unsigned *futex_word(struct wp_rwlock *r)
@@ -183,19 +200,22 @@ static inline uint64_t bumped(uint64_t w)
 	return (w & ~(RW_GEN | RW_SLEEPERS)) | ((w + RW_GEN_ONE) & RW_GEN);
 }
 
-/* Whether a reader may enter, given a value of wwait (top of file: only the
- * writer-nonrecursive kind holds readers back for waiting writers). flags
- * is written by init (or a static initializer) before the lock is shared:
- * a plain read. */
-static int rd_may_pass(struct wp_rwlock *r, unsigned wwait)
+/* Whether a reader may enter, given a value of wwait; late: it has held
+ * back for RW_HOLD_NS already (top of file). flags is written by init (or
+ * a static initializer) before the lock is shared: a plain read. */
+static int rd_may_pass(struct wp_rwlock *r, unsigned wwait, int late)
 {
-	return wwait == 0 || r->flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+	if (wwait == 0)
+		return 1;
+	if (r->flags == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
+		return 0;
+	return late || rd_held > 0;
 }
 
 /* Take a read lock without sleeping, starting from *w, a value of word the
  * caller loaded. Returns 0, EAGAIN (too many readers) or EBUSY, with *w
  * the value that showed the lock closed. */
-static int rd_take(struct wp_rwlock *r, uint64_t *w)
+static int rd_take(struct wp_rwlock *r, uint64_t *w, int late)
 {
 	for (;;) {
 		if (*w & RW_W)
@@ -205,7 +225,7 @@ static int rd_take(struct wp_rwlock *r, uint64_t *w)
 		 * that just left: then it goes to rw_sleep, which rereads wwait
 		 * seq_cst after publishing RW_SLEEPERS (Writer timeout). The
 		 * lock itself is taken by the CAS below. */
-		if (!rd_may_pass(r, __atomic_load_n(&r->wwait, __ATOMIC_RELAXED)))
+		if (!rd_may_pass(r, __atomic_load_n(&r->wwait, __ATOMIC_RELAXED), late))
 			return EBUSY;
 		if ((*w & RW_READERS) == RW_READERS)
 			return EAGAIN;
@@ -214,6 +234,7 @@ static int rd_take(struct wp_rwlock *r, uint64_t *w)
 		 * relaxed on failure: *w is examined again before any use */
 		if (__atomic_compare_exchange_n(&r->word, w, *w + 1, 1, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED)) {
+			rd_held++;
 			wp_count(WP_RWLOCK, WP_ACQ);
 			return 0;
 		}
@@ -239,7 +260,7 @@ static int wr_take(struct wp_rwlock *r, uint64_t *w)
 /* Sleep section (top of file): w is the value that showed the lock closed
  * to this thread. Returns 0 to look again (woken, word changed, signal) or
  * ETIMEDOUT. */
-static int rw_sleep(struct wp_rwlock *r, uint64_t w, int reader, clockid_t clk,
+static int rw_sleep(struct wp_rwlock *r, uint64_t w, int reader, int late, clockid_t clk,
 		    const struct timespec *abs)
 {
 	uint64_t s = w | RW_SLEEPERS;
@@ -252,7 +273,7 @@ static int rw_sleep(struct wp_rwlock *r, uint64_t w, int reader, clockid_t clk,
 	/* seq_cst: the load half of that pairing; its writer half is the
 	 * seq_cst wwait decrement and word load in wr_lock */
 	if (reader && !(w & RW_W) &&
-	    rd_may_pass(r, __atomic_load_n(&r->wwait, __ATOMIC_SEQ_CST)))
+	    rd_may_pass(r, __atomic_load_n(&r->wwait, __ATOMIC_SEQ_CST), late))
 		return 0;
 	wp_count(WP_RWLOCK, WP_PARKS);
 	return wp_futex_wait(futex_word(r), futex_val(s), abs, clk, 0) == ETIMEDOUT ? ETIMEDOUT
@@ -266,17 +287,36 @@ static int rd_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 		return EDEADLK;
 	/* relaxed: a first guess; the CAS in rd_take or rw_sleep checks it */
 	uint64_t w = __atomic_load_n(&r->word, __ATOMIC_RELAXED);
-	int e = rd_take(r, &w);
+	int e = rd_take(r, &w, 0), late = 0;
+	struct timespec hold;   /* CLOCK_MONOTONIC: the end of the hold-back */
 	if (e != EBUSY)
 		return e;
 	if ((e = wp_check_abstime(abs)))
 		return e;
+	late = r->flags == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;   /* no hold-back */
+	if (!late) {
+		clock_gettime(CLOCK_MONOTONIC, &hold);
+		hold.tv_nsec += RW_HOLD_NS;
+		if (hold.tv_nsec >= 1000000000) {
+			hold.tv_sec++;
+			hold.tv_nsec -= 1000000000;
+		}
+	}
 	for (;;) {
-		if ((e = rw_sleep(r, w, 1, clk, abs)))
+		if (!late && !(w & RW_W)) {
+			/* held back by waiting writers only: sleep until the
+			 * hold-back ends at the latest, then enter past them.
+			 * The caller's own deadline is checked by the next
+			 * sleep (it can be missed by at most RW_HOLD_NS). */
+			e = rw_sleep(r, w, 1, 0, CLOCK_MONOTONIC, &hold);
+			if (e == ETIMEDOUT)
+				late = 1;
+		} else if ((e = rw_sleep(r, w, 1, late, clk, abs))) {
 			return e;
+		}
 		/* relaxed: as above */
 		w = __atomic_load_n(&r->word, __ATOMIC_RELAXED);
-		if ((e = rd_take(r, &w)) != EBUSY)
+		if ((e = rd_take(r, &w, late)) != EBUSY)
 			return e;
 	}
 }
@@ -298,7 +338,7 @@ static int wr_lock(struct wp_rwlock *r, clockid_t clk, const struct timespec *ab
 	 * misses it just enters before this writer waits */
 	__atomic_fetch_add(&r->wwait, 1, __ATOMIC_RELAXED);
 	for (;;) {
-		if ((e = rw_sleep(r, w, 0, clk, abs)))
+		if ((e = rw_sleep(r, w, 0, 0, clk, abs)))
 			break;
 		/* relaxed: the CAS in wr_take or rw_sleep checks it */
 		w = __atomic_load_n(&r->word, __ATOMIC_RELAXED);
@@ -356,6 +396,8 @@ static int rw_unlock(struct wp_rwlock *r)
 			/* release: as above, for the read section (I3) */
 		} while (!__atomic_compare_exchange_n(&r->word, &w, n, 1, __ATOMIC_RELEASE,
 						      __ATOMIC_RELAXED));
+		if (rd_held)
+			rd_held--;
 	}
 	/* *r may be freed from here on (I3): only its futex half's address */
 	if ((w & ~n) & RW_SLEEPERS)
@@ -402,7 +444,7 @@ WP_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
 		return WP_REAL(rw_tryrdlock)(rw);
 	/* relaxed: a first guess; the CAS in rd_take checks it */
 	uint64_t w = __atomic_load_n(&PR(rw)->word, __ATOMIC_RELAXED);
-	return rd_take(PR(rw), &w);
+	return rd_take(PR(rw), &w, 0);
 }
 
 WP_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *restrict rw,
