@@ -1658,9 +1658,14 @@ END_TEST
 static pthread_rwlock_t dstarve_rw = PTHREAD_RWLOCK_INITIALIZER;
 static atomic_int dstarve_stop, dstarve_in;
 
+static pthread_rwlock_t dstarve_other = PTHREAD_RWLOCK_INITIALIZER;
+
+/* p non-NULL: hold a read lock on another rwlock all along (nested read
+ * locks: that must not let this reader pass dstarve_rw's writers) */
 static void *dstarve_reader(void *p)
 {
-	(void)p;
+	if (p)
+		ck_assert_int_eq(pthread_rwlock_rdlock(&dstarve_other), 0);
 	while (!atomic_load_explicit(&dstarve_stop, memory_order_relaxed)) {
 		struct timespec t0, t;
 
@@ -1672,9 +1677,14 @@ static void *dstarve_reader(void *p)
 		while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 100000);
 		pthread_rwlock_unlock(&dstarve_rw);
 	}
+	if (p)
+		pthread_rwlock_unlock(&dstarve_other);
 	return NULL;
 }
 
+/* _i 0: plain readers; 1: each reader also holds a read lock on another
+ * rwlock (a per-thread count over all rwlocks let these pass at once: the
+ * writer starved, ETIMEDOUT) */
 START_TEST(test_rwlock_writer_not_starved)
 {
 	pthread_t t[DSTARVE_READERS];
@@ -1682,8 +1692,10 @@ START_TEST(test_rwlock_writer_not_starved)
 	int e;
 
 	atomic_store(&dstarve_stop, 0);
+	atomic_store(&dstarve_in, 0);
 	for (int i = 0; i < DSTARVE_READERS; i++)
-		ck_assert_int_eq(pthread_create(&t[i], NULL, dstarve_reader, NULL), 0);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, dstarve_reader, _i ? &dstarve_in : NULL),
+				 0);
 	while (atomic_load(&dstarve_in) < 100)   /* the readers are at it */
 		usleep(1000);
 	d = in_ms(CLOCK_MONOTONIC, 2000);
@@ -2042,7 +2054,7 @@ int main(void)
 	tcase_add_test(tc, test_rwlock_writer_progress);
 	tcase_add_test(tc, test_rwlock_no_lost_wakeup);
 	tcase_add_test(tc, test_rwlock_held_back_reader_enters);
-	tcase_add_test(tc, test_rwlock_writer_not_starved);
+	tcase_add_loop_test(tc, test_rwlock_writer_not_starved, 0, 2);
 	tcase_add_test(tc, test_rwlock_writer_timeout_wakes_reader);
 	tcase_add_test(tc, test_rwlock_unlock_freed);
 	tcase_add_test(tc, test_rwlock_unlock_freed_threads);

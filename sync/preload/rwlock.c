@@ -30,8 +30,10 @@
  *     which glibc treats the same): a reader holds back for waiting
  *     writers, so that a steady stream of readers cannot starve them, but
  *     for at most RW_HOLD_NS (1 ms, the mutexes' anti-starvation bound),
- *     and not at all if the thread already holds a read lock (a per-thread
- *     count, rd_held: recursive read locks pass at once). Held back longer,
+ *     and not at all if the thread already holds a read lock on this
+ *     rwlock (a per-thread table, rd_held: recursive read locks pass at
+ *     once; read locks on other rwlocks do not count, or a thread that
+ *     keeps one held would pass the writers of every other lock). Held back longer,
  *     it enters as a reader would with glibc's reader preference. So a
  *     program that is correct under glibc (A holds a read lock and waits
  *     for C; B waits to write; C asks for a read lock) still runs: C waits
@@ -176,8 +178,57 @@
  * (top of file). */
 #define RW_HOLD_NS 1000000
 
-/* read locks this thread holds, over all rwlocks */
-static __thread unsigned rd_held __attribute__((tls_model("initial-exec")));
+/* The read locks this thread holds (top of file: recursive readers pass
+ * waiting writers), as up to RD_SLOTS (lock, count) pairs. A lock is
+ * recorded only while a slot is free: a thread holding more distinct read
+ * locks than that is not told it holds the others, and a recursive read
+ * lock of one of them waits the hold-back (1 ms) for a waiting writer,
+ * which is slower but never deadlocks. The lock address is only a key:
+ * nothing here reads the object. */
+#define RD_SLOTS 8
+static __thread struct {
+	struct wp_rwlock *lock;
+	unsigned n;
+} rd_held[RD_SLOTS] __attribute__((tls_model("initial-exec")));
+
+/* Whether this thread holds a read lock on r (as far as rd_held knows). */
+static int rd_holds(struct wp_rwlock *r)
+{
+	for (int i = 0; i < RD_SLOTS; i++)
+		if (rd_held[i].lock == r)
+			return 1;
+	return 0;
+}
+
+/* This thread took a read lock on r. */
+static void rd_note(struct wp_rwlock *r)
+{
+	int f = -1;
+	for (int i = 0; i < RD_SLOTS; i++) {
+		if (rd_held[i].lock == r) {
+			rd_held[i].n++;
+			return;
+		}
+		if (f < 0 && !rd_held[i].lock)
+			f = i;
+	}
+	if (f >= 0) {
+		rd_held[f].lock = r;
+		rd_held[f].n = 1;
+	}
+}
+
+/* This thread released a read lock on r (one it may not have recorded:
+ * slots were full, or another thread took it, a misuse). */
+static void rd_forget(struct wp_rwlock *r)
+{
+	for (int i = 0; i < RD_SLOTS; i++)
+		if (rd_held[i].lock == r) {
+			if (--rd_held[i].n == 0)
+				rd_held[i].lock = NULL;
+			return;
+		}
+}
 
 /* The futex half of word, as the kernel's 32-bit futex sees it. Computes
  * an address and reads nothing (it may be called on freed memory, I3). */
@@ -209,7 +260,7 @@ static int rd_may_pass(struct wp_rwlock *r, unsigned wwait, int late)
 		return 1;
 	if (r->flags == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
 		return 0;
-	return late || rd_held > 0;
+	return late || rd_holds(r);
 }
 
 /* Take a read lock without sleeping, starting from *w, a value of word the
@@ -234,7 +285,7 @@ static int rd_take(struct wp_rwlock *r, uint64_t *w, int late)
 		 * relaxed on failure: *w is examined again before any use */
 		if (__atomic_compare_exchange_n(&r->word, w, *w + 1, 1, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED)) {
-			rd_held++;
+			rd_note(r);
 			wp_count(WP_RWLOCK, WP_ACQ);
 			return 0;
 		}
@@ -396,8 +447,7 @@ static int rw_unlock(struct wp_rwlock *r)
 			/* release: as above, for the read section (I3) */
 		} while (!__atomic_compare_exchange_n(&r->word, &w, n, 1, __ATOMIC_RELEASE,
 						      __ATOMIC_RELAXED));
-		if (rd_held)
-			rd_held--;
+		rd_forget(r);   /* the address only (I3) */
 	}
 	/* *r may be freed from here on (I3): only its futex half's address */
 	if ((w & ~n) & RW_SLEEPERS)
