@@ -82,7 +82,9 @@ set style fill solid 0.85 border -1
 set boxwidth 0.9
 set yrange [0:*]
 set format y "%.2f"
-set xtics scale 0
+set xtics scale 0 rotate by -18 left
+set bmargin 6
+set rmargin 14
 plot '$P/ab-$sw.dat' using 2:3:4:xtic(1) title "$sw on" lc rgb '#1f77b4', \
      '' using 5:6:7 title "$sw off (NO_$sw)" lc rgb '#ff7f0e'
 EOF
