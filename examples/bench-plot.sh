@@ -162,8 +162,14 @@ EOF
 			awk -F'\t' -v b="$b" -v c="$col" 'NR > 1 && $1 == b && $3 == c { print $2 "\t" $4 }' \
 				"$D/scale.tsv" | sort -n > "$P/scale-$b-$i.dat"
 			y2=
+			# the throughput on the left axis, the counters per 1,000
+			# wakes on the right (on one axis with a throughput of
+			# 10^5 they were flat lines at 0); x2w, the throughput
+			# over its 2-worker value, is left out (the left curve
+			# shows it)
 			case $col in
-			*kick*|*Kick*) y2="axes x1y2 "; y2cols="$y2cols${y2cols:+, }$col" ;;
+			x2w) continue ;;
+			*/1kw) y2="axes x1y2 "; y2cols="$y2cols${y2cols:+, }$col" ;;
 			*) y1cols="$y1cols${y1cols:+, }$col" ;;
 			esac
 			plot="$plot${plot:+, }'$P/scale-$b-$i.dat' using 1:2 ${y2}with linespoints lw 2 pt 7 title '$col${y2:+ (right axis)}'"
