@@ -283,6 +283,10 @@ struct weft_thread {
  * Context: m's own thread. */
 struct wft_gang_member;
 void wft_gang_yield_point(struct wft_gang_member *m);
+/* weft_spawn with a gang in attr (weft_attr_setgang: attr->reserved[0]):
+ * spawn the gang's next member. Returns weft_spawn's codes; EINVAL also
+ * for a gang that is not live, joined, or full. Context: any. */
+int wft_gang_spawn_attr(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr);
 /* Stop the slice ticker and forget the gang matrix (weft_shutdown, after
  * every light thread has finished). Context: the shutting-down OS thread. */
 void wft_gang_shutdown_unsafe(void);

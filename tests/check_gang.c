@@ -2,7 +2,8 @@
  * tests/check_gang.c - gang scheduling (runtime/gang.c, weft/gang.h).
  *
  * Black-box, through the public API and the WEFT_STATS counters:
- *   errors      EINVAL/EBUSY/EDEADLK cases of every call;
+ *   errors      EINVAL/EBUSY/EDEADLK cases of every call, and of the
+ *               attribute path (weft_attr_setgang + weft_spawn);
  *   basic       co-dispatch: the members of a gang sampled at every
  *               barrier run on distinct workers, and released members
  *               resume together (gang_codispatches);
@@ -148,6 +149,114 @@ START_TEST(errors)
 }
 END_TEST
 
+/* The attribute path: weft_attr_setgang + weft_spawn. */
+
+static void *attr_member(void *arg)
+{
+	/* a member knows its index from its first instruction on */
+	return (void *)(intptr_t)(weft_gang_index() * 100 + (int)(intptr_t)arg);
+}
+
+/* Spawned from a weft thread (weft_spawn's other path): two members of
+ * the gang in arg through one attribute, and a third refused. */
+static void *attr_spawner(void *arg)
+{
+	weft_gang_t g = arg;
+	weft_attr_t a;
+	weft_thread_t t = NULL;
+
+	weft_attr_init(&a);
+	WT_CHECK(weft_attr_setgang(&a, g) == 0);
+	WT_CHECK(weft_spawn(&t, attr_member, (void *)1, &a) == 0);
+	WT_CHECK(t != NULL);
+	WT_CHECK(weft_spawn(NULL, attr_member, (void *)2, &a) == 0);   /* t may be NULL */
+	t = NULL;
+	WT_CHECK(weft_spawn(&t, attr_member, (void *)3, &a) == EINVAL);   /* full */
+	WT_CHECK(t == NULL);
+	return NULL;
+}
+
+START_TEST(attr_errors)
+{
+	weft_gang_t g, h;
+	weft_attr_t a;
+	weft_thread_t t = NULL, t2 = NULL, sp;
+	weft_gang_info_t info;
+	void *rets[2];
+
+	init_exact(2, NULL);
+	ck_assert_int_eq(weft_attr_setgang(NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_create(&g, 2, NULL), 0);
+	ck_assert_int_eq(weft_gang_create(&h, 1, NULL), 0);
+	weft_attr_init(&a);
+	ck_assert_int_eq(weft_attr_setgang(&a, g), 0);
+	ck_assert_ptr_eq(a.reserved[0], g);
+	a.name = "member";
+	/* worker and detached belong to the gang, as for weft_gang_spawn */
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&t, attr_member, NULL, &a), EINVAL);
+	a.worker = -1;
+	a.detached = 1;
+	ck_assert_int_eq(weft_spawn(&t, attr_member, NULL, &a), EINVAL);
+	a.detached = 0;
+	a.reserved[1] = &a;
+	ck_assert_int_eq(weft_spawn(&t, attr_member, NULL, &a), EINVAL);
+	a.reserved[1] = NULL;
+	ck_assert_ptr_null(t);
+	/* an attribute naming g cannot add to another gang */
+	ck_assert_int_eq(weft_gang_spawn(h, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_info(g, &info), 0);
+	ck_assert_uint_eq(info.members, 0);
+
+	/* two members through the same attribute (the handle works) */
+	ck_assert_int_eq(weft_spawn(&t, attr_member, (void *)1, &a), 0);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(weft_thread_name(t), "member");
+	ck_assert_int_eq(weft_spawn(&t2, attr_member, (void *)2, &a), 0);
+	ck_assert_ptr_nonnull(t2);
+	ck_assert_ptr_ne(t, t2);
+	/* a third: the gang is full (each member slot fills once) */
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_spawn(g, attr_member, NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_info(g, &info), 0);
+	ck_assert_uint_eq(info.members, 2);
+	ck_assert_int_eq(weft_gang_join(g, rets), 0);
+	ck_assert_int_eq((int)(intptr_t)rets[0], 1);
+	ck_assert_int_eq((int)(intptr_t)rets[1], 102);
+	/* joined: no more members, through either path */
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_spawn(g, attr_member, NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_destroy(g), 0);
+	/* destroyed: every call says EINVAL (the handle is looked up, not
+	 * dereferenced: no use after free under ASan) */
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_spawn(g, attr_member, NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_info(g, &info), EINVAL);
+	ck_assert_int_eq(weft_gang_join(g, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_destroy(g), EINVAL);
+	/* a made-up handle */
+	ck_assert_int_eq(weft_attr_setgang(&a, (weft_gang_t)&a), 0);
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	/* cleared: a plain thread again */
+	ck_assert_int_eq(weft_attr_setgang(&a, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, (void *)7, &a), 0);
+	ck_assert_int_eq(weft_join(sp, rets), 0);
+	ck_assert_int_eq((int)(intptr_t)rets[0], -100 + 7);   /* index -1 */
+
+	/* from a weft thread */
+	ck_assert_int_eq(weft_gang_create(&g, 2, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&sp, attr_spawner, g, NULL), 0);
+	ck_assert_int_eq(weft_join(sp, NULL), 0);
+	ck_assert_int_eq(weft_gang_join(g, rets), 0);
+	ck_assert_int_eq((int)(intptr_t)rets[0], 1);
+	ck_assert_int_eq((int)(intptr_t)rets[1], 102);
+	ck_assert_int_eq(weft_gang_destroy(g), 0);
+	ck_assert_int_eq(weft_gang_destroy(h), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* BSP gangs: each member computes, notes its worker, meets at the barrier;
  * the barrier's serial member checks the notes. */
@@ -209,6 +318,21 @@ static void bsp_start(struct bsp *s, unsigned k, const weft_gang_attr_t *ga)
 		ck_assert_int_eq(weft_gang_spawn(s->g, bsp_member, s, NULL), 0);
 }
 
+/* The same gang built through the attribute path (weft_attr_setgang). */
+static void bsp_start_attr(struct bsp *s, unsigned k)
+{
+	weft_attr_t a;
+
+	memset(s, 0, sizeof(*s));
+	s->k = k;
+	ck_assert_int_eq(weft_gang_create(&s->g, k, NULL), 0);
+	ck_assert_int_eq(weft_gang_barrier_init(&s->b, k), 0);
+	weft_attr_init(&a);
+	ck_assert_int_eq(weft_attr_setgang(&a, s->g), 0);
+	for (unsigned i = 0; i < k; i++)
+		ck_assert_int_eq(weft_spawn(NULL, bsp_member, s, &a), 0);
+}
+
 static void bsp_finish(struct bsp *s)
 {
 	ck_assert_int_eq(weft_gang_join(s->g, NULL), 0);
@@ -230,8 +354,8 @@ START_TEST(codispatch)
 	if (!init_gang_on(2))
 		return;
 	atomic_store(&bsp_stop, 0);
-	for (int i = 0; i < 2; i++)
-		bsp_start(&s[i], 2, NULL);
+	bsp_start(&s[0], 2, NULL);
+	bsp_start_attr(&s[1], 2);   /* members through the attribute: the same rules */
 	sleep_ms(500);
 	atomic_store(&bsp_stop, 1);
 	for (int i = 0; i < 2; i++) {
@@ -626,6 +750,7 @@ int main(void)
 
 	tc = wt_tcase(s, "errors", 30);
 	tcase_add_test(tc, errors);
+	tcase_add_test(tc, attr_errors);
 	tc = wt_tcase(s, "basic", 60);
 	tcase_add_test(tc, codispatch);
 	tcase_add_test(tc, no_spin_on_parked_peer);
