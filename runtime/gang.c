@@ -33,7 +33,8 @@
  *      freed only under gm.lock after leaving the matrix, so the ticker,
  *      which walks the matrix under the lock, never touches a freed gang.
  *   I3 m->t is the member's TCB from the start of its trampoline until
- *      its function returned, else NULL. A held member (m->held 1) is
+ *      its function returned or it called weft_exit (member_leave), else
+ *      NULL. A held member (m->held 1) is
  *      inside step_aside(), so its TCB is alive.
  *   I4 A member only parks in step_aside() while m->held is 1, and only
  *      the ticker (activate) or the member itself clears m->held.
@@ -672,6 +673,11 @@ static void member_leave(struct wft_gang_member *m, struct weft_thread *self)
 	/* relaxed: a hint for the ticker's choice of slot (slot_live): a gang
 	 * whose members all left gets no more turns */
 	atomic_fetch_sub_explicit(&m->g->nlive, 1, memory_order_relaxed);
+}
+
+void wft_gang_exit(struct weft_thread *self)
+{
+	member_leave(self->gang, self);
 }
 
 /* Every member runs this around its function (I3). */

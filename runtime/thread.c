@@ -686,6 +686,11 @@ int weft_exit(void *ret)
 
 	if (!t)
 		return EPERM;
+	/* a gang member leaves its gang first, as when its function returns
+	 * (runtime/gang.c, member_leave): else its gang kept counting it as
+	 * live and kept getting turns after every member had exited */
+	if (wft_unlikely(t->in_gang))
+		wft_gang_exit(t);
 	thread_exit(t, ret);
 }
 

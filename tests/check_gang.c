@@ -10,7 +10,10 @@
  *               the spin rule: a member never spins while its peer is
  *               parked (pred calls against gang_spin_aborts);
  *               fairness: 4 gangs on 2 workers get 20-30% of the slices;
- *               a member that parks frees its worker and the gang goes on;
+ *               a member that parks, sleeps or blocks in I/O frees its
+ *               worker and the gang goes on; a member that ends with
+ *               weft_exit leaves its gang (no more turns for a gang whose
+ *               members all exited);
  *               GANG off: members are ordinary threads, barrier still works;
  *   stress      random gangs and operations under RANDOMIZE, bounded and
  *               seeded, at the environment's worker count.
@@ -24,6 +27,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
+#include <weft/io.h>
 #include <stdlib.h>
 #include <string.h>
 #include <weft/gang.h>
@@ -536,6 +541,9 @@ static _Atomic int parker_worker = -1;
 static _Atomic int parker_asleep;
 static _Atomic long other_progress, peer_progress;
 static _Atomic int parker_done;
+static int parker_pipe[2] = { -1, -1 };   /* >= 0: block in weft_io_read, not sleep */
+static weft_gang_barrier_t parker_bar;
+static _Atomic long parker_rounds;
 
 static int parker_finished(void *arg)
 {
@@ -555,12 +563,23 @@ static void *park_member(void *arg)
 		while (atomic_load(&other_progress) == 0)
 			weft_yield();
 		atomic_store(&parker_asleep, 1);
-		weft_sleep_ns(50000000);   /* 50 ms */
+		if (parker_pipe[0] >= 0) {
+			char c;
+
+			/* nothing to read until the test writes, 50 ms later */
+			WT_CHECK(weft_io_read(parker_pipe[0], &c, 1) == 1);
+		} else {
+			weft_sleep_ns(50000000);   /* 50 ms */
+		}
 		atomic_store(&parker_asleep, 0);
 		atomic_store(&parker_done, 1);
 	} else {
 		weft_gang_spin_until(parker_finished, NULL);
 	}
+	/* the gang goes on: both members meet again, round after round */
+	for (int r = 0; r < 20; r++)
+		if (weft_gang_barrier_wait(&parker_bar) == WEFT_BARRIER_SERIAL_THREAD)
+			atomic_fetch_add(&parker_rounds, 1);
 	return NULL;
 }
 
@@ -576,7 +595,8 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
-START_TEST(park_frees_worker)
+/* io: 0 member 0 sleeps, 1 it reads an empty pipe (weft_io_read). */
+static void park_frees_worker_run(int io)
 {
 	weft_gang_t g;
 	weft_thread_t o;
@@ -585,6 +605,11 @@ START_TEST(park_frees_worker)
 
 	if (!init_gang_on(2))
 		return;
+	parker_pipe[0] = parker_pipe[1] = -1;
+	if (io)
+		ck_assert_int_eq(pipe(parker_pipe), 0);
+	ck_assert_int_eq(weft_gang_barrier_init(&parker_bar, 2), 0);
+	atomic_store(&parker_rounds, 0);
 	atomic_store(&parker_worker, -1);
 	atomic_store(&parker_asleep, 0);
 	atomic_store(&parker_done, 0);
@@ -599,13 +624,108 @@ START_TEST(park_frees_worker)
 	a.worker = atomic_load(&parker_worker);
 	ck_assert_int_eq(weft_spawn(&o, other_thread, NULL, &a), 0);
 	before = atomic_load(&other_progress);
+	if (io) {
+		sleep_ms(50);
+		ck_assert_int_eq(write(parker_pipe[1], "x", 1), 1);
+	}
 	ck_assert_int_eq(weft_gang_join(g, NULL), 0);
 	ck_assert_int_eq(weft_join(o, NULL), 0);
 	ck_assert_int_eq(weft_gang_destroy(g), 0);
-	printf("other thread on the sleeper's worker: %ld steps; peer: %ld spin steps\n",
-	       (long)atomic_load(&other_progress) - before, (long)atomic_load(&peer_progress));
+	printf("%s: other thread on the blocked member's worker: %ld steps; peer: %ld spin "
+	       "steps; rounds after %ld\n", io ? "read" : "sleep",
+	       (long)atomic_load(&other_progress) - before, (long)atomic_load(&peer_progress),
+	       (long)atomic_load(&parker_rounds));
 	ck_assert_int_gt(atomic_load(&other_progress), 10);
 	ck_assert_int_gt(atomic_load(&peer_progress), 10);
+	ck_assert_int_eq(atomic_load(&parker_rounds), 20);
+	ck_assert_int_eq(weft_gang_barrier_destroy(&parker_bar), 0);
+	if (io) {
+		close(parker_pipe[0]);
+		close(parker_pipe[1]);
+		parker_pipe[0] = parker_pipe[1] = -1;
+	}
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+
+START_TEST(park_frees_worker)
+{
+	park_frees_worker_run(0);
+}
+END_TEST
+
+/* The same with I/O: a member blocked in weft_io_read on an empty pipe
+ * frees its worker, and its peer spins (aborting) and goes on. */
+START_TEST(io_frees_worker)
+{
+	park_frees_worker_run(1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* A member that ends with weft_exit leaves its gang as one whose function
+ * returns does: once every member of gang A has exited, A's row gets no
+ * more turns, and gang B (the other row on the same workers) keeps the
+ * workers; weft_gang_join collects weft_exit's values. */
+
+static _Atomic int exited_count;
+
+static void exit_deep(int i)
+{
+	atomic_fetch_add(&exited_count, 1);
+	weft_exit((void *)(intptr_t)(i + 10));
+}
+
+static void *exit_member(void *arg)
+{
+	weft_gang_barrier_t *b = arg;
+
+	weft_gang_barrier_wait(b);   /* both members ran */
+	exit_deep(weft_gang_index());
+	return NULL;   /* not reached */
+}
+
+START_TEST(exit_leaves_gang)
+{
+	static struct bsp s;
+	weft_gang_barrier_t b;
+	weft_gang_t a;
+	weft_gang_attr_t ga = WEFT_GANG_ATTR_INITIALIZER;
+	weft_gang_info_t i0, i1;
+	void *rets[2];
+	long r0;
+
+	if (!init_gang_on(2))
+		return;
+	atomic_store(&exited_count, 0);
+	atomic_store(&bsp_stop, 0);
+	ga.slice_ns = 1000000;   /* 1 ms: hundreds of turns in the window */
+	ck_assert_int_eq(weft_gang_barrier_init(&b, 2), 0);
+	ck_assert_int_eq(weft_gang_create(&a, 2, &ga), 0);
+	bsp_start(&s, 2, &ga);   /* the second row on the same two workers */
+	ck_assert_int_eq(weft_gang_spawn(a, exit_member, &b, NULL), 0);
+	ck_assert_int_eq(weft_gang_spawn(a, exit_member, &b, NULL), 0);
+	while (atomic_load(&exited_count) < 2)
+		sleep_ms(1);
+	sleep_ms(20);   /* past weft_exit: both are done */
+	ck_assert_int_eq(weft_gang_info(a, &i0), 0);
+	r0 = atomic_load(&s.rounds);
+	sleep_ms(300);
+	ck_assert_int_eq(weft_gang_info(a, &i1), 0);
+	printf("exited gang: %llu turns in 300 ms after its members exited; the other "
+	       "gang: %ld rounds\n", (unsigned long long)(i1.slices - i0.slices),
+	       (long)(atomic_load(&s.rounds) - r0));
+	/* at most the turn that was being rotated to while the last left */
+	ck_assert_uint_le(i1.slices - i0.slices, 1);
+	ck_assert_int_gt(atomic_load(&s.rounds), r0);
+	atomic_store(&bsp_stop, 1);
+	bsp_finish(&s);
+	ck_assert_int_eq(weft_gang_destroy(s.g), 0);
+	ck_assert_int_eq(weft_gang_join(a, rets), 0);
+	ck_assert_ptr_eq(rets[0], (void *)10);
+	ck_assert_ptr_eq(rets[1], (void *)11);
+	ck_assert_int_eq(weft_gang_destroy(a), 0);
+	ck_assert_int_eq(weft_gang_barrier_destroy(&b), 0);
 	wt_assert_no_failure();
 	wt_shutdown();
 }
@@ -757,6 +877,8 @@ int main(void)
 	tcase_add_test(tc, gang_off_spins_bounded);
 	tcase_add_test(tc, fairness);
 	tcase_add_test(tc, park_frees_worker);
+	tcase_add_test(tc, io_frees_worker);
+	tcase_add_test(tc, exit_leaves_gang);
 	tcase_add_test(tc, gang_off_plain);
 	tc = wt_tcase(s, "stress", wt_stress_seconds() * 3 + 30);
 	tcase_add_test(tc, stress_randomize);
