@@ -67,7 +67,7 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static int G = 4, K = 2, W = 2, runs = 5, mode_ebizzy;
+static int G = 4, K = 2, W = 2, runs = 5, mode_ebizzy, order_mixed;
 static double secs = 1.0, chunk_us = 20.0;
 static uint64_t slice_us;
 static double iters_per_ns;
@@ -300,17 +300,28 @@ static double run_weft(int on, weft_stats_t *st)
 	}
 	ga.slice_ns = slice_us * 1000;
 	groups_reset();
-	for (int i = 0; i < G; i++) {
+	for (int i = 0; i < G; i++)
 		if ((rc = weft_gang_create(&groups[i].gang, (unsigned)K, &ga))) {
 			fprintf(stderr, "gang: weft_gang_create: %s\n", strerror(rc));
 			exit(1);
 		}
-		for (int j = 0; j < K; j++)
-			if ((rc = weft_gang_spawn(groups[i].gang, mode_ebizzy ? ebizzy_weft : bsp_weft,
-						  &groups[i], NULL))) {
-				fprintf(stderr, "gang: weft_gang_spawn: %s\n", strerror(rc));
-				exit(1);
-			}
+	for (int n = 0; n < G * K; n++) {
+		/* gang order: gang by gang. mixed (K = 2): the pairs of gangs a, b
+		 * as a0 b0 b1 a1, so that with GANG off (members spread round
+		 * robin over the workers by spawn order) worker 0 queues a before
+		 * b and worker 1 b before a */
+		int i = n / K;
+
+		if (order_mixed && (n / 4) * 2 + 1 < G) {
+			static const int pick[4] = { 0, 1, 1, 0 };
+
+			i = (n / 4) * 2 + pick[n % 4];
+		}
+		if ((rc = weft_gang_spawn(groups[i].gang, mode_ebizzy ? ebizzy_weft : bsp_weft,
+					  &groups[i], NULL))) {
+			fprintf(stderr, "gang: weft_gang_spawn: %s\n", strerror(rc));
+			exit(1);
+		}
 	}
 	rate = measure();
 	for (int i = 0; i < G; i++) {
@@ -368,6 +379,11 @@ static void usage(FILE *f)
 "  -s SECS   measured seconds per run, default 1 (after 0.1 s of warm-up)\n"
 "  -r RUNS   runs of each implementation, alternating, default 5\n"
 "  -t US     gang slice in microseconds (default: WEFT_GANG_SLICE_US or 2000)\n"
+"  -o ORDER  spawn order of the weft members: gang (default: gang by gang)\n"
+"            or mixed (K = 2 only: gangs a, b spawned a0 b0 b1 a1, so that\n"
+"            GANG off's round-robin placement queues a before b on one\n"
+"            worker and b before a on the other: a sensitivity check of\n"
+"            the GANG-off baseline; GANG on places members itself)\n"
 "  -i LIST   implementations, comma-separated: gang-on,gang-off,pthread\n"
 "            (default: these three), or weft: the switches WEFT_FEATURES\n"
 "            gives (make bench runs it as is and with NO_GANG)\n"
@@ -386,7 +402,7 @@ int main(int argc, char **argv)
 	char params[160];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "m:g:k:w:c:s:r:t:i:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:g:k:w:c:s:r:t:i:o:h")) != -1) {
 		switch (opt) {
 		case 'm':
 			if (strcmp(optarg, "ebizzy") == 0)
@@ -404,12 +420,20 @@ int main(int argc, char **argv)
 		case 'r': runs = atoi(optarg); break;
 		case 't': slice_us = strtoull(optarg, NULL, 10); break;
 		case 'i': ilist = optarg; break;
+		case 'o':
+			if (strcmp(optarg, "mixed") == 0)
+				order_mixed = 1;
+			else if (strcmp(optarg, "gang") != 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (G < 1 || K < 1 || K > MAXK || W < 1 || W > bench_cpu_count() * 64 || runs < 1 ||
-	    secs <= 0 || chunk_us < 0) {
+	    secs <= 0 || chunk_us < 0 || (order_mixed && K != 2)) {
 		usage(stderr);
 		return 2;
 	}
@@ -433,9 +457,10 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 4; i++)
 		res[i] = calloc((size_t)runs, sizeof(double));
-	snprintf(params, sizeof(params), "mode=%s,G=%d,K=%d,W=%d,chunk_us=%g,slice_us=%llu,secs=%g",
+	snprintf(params, sizeof(params),
+		 "mode=%s,G=%d,K=%d,W=%d,chunk_us=%g,slice_us=%llu,secs=%g%s",
 		 mode_ebizzy ? "ebizzy" : "bsp", G, K, W, chunk_us,
-		 (unsigned long long)slice_us, secs);
+		 (unsigned long long)slice_us, secs, order_mixed ? ",order=mixed" : "");
 	for (int r = 0; r < runs; r++) {
 		for (int i = 0; i < 4; i++) {
 			weft_stats_t st;

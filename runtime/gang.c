@@ -33,10 +33,18 @@
  *      freed only under gm.lock after leaving the matrix, so the ticker,
  *      which walks the matrix under the lock, never touches a freed gang.
  *   I3 m->t is the member's TCB from the start of its trampoline until
- *      its function returned, else NULL. A held member (m->held 1) is
+ *      its function returned or it called weft_exit (member_leave), else
+ *      NULL. A held member (m->held 1) is
  *      inside step_aside(), so its TCB is alive.
  *   I4 A member only parks in step_aside() while m->held is 1, and only
  *      the ticker (activate) or the member itself clears m->held.
+ *   I5 gm.live lists every gang from its create to its destroy (gm.lock).
+ *      The API calls look a handle up there under gm.lock before using
+ *      it, so a destroyed (freed) or made-up handle gets EINVAL, not a
+ *      use after free: a handle is only dereferenced once found. A
+ *      member's own calls (weft_gang_index, the spin helper, yield points)
+ *      reach their gang through the member record, which lives as long
+ *      as the gang: destroy waits for the join, the join for the members.
  *
  * Hold protocol (a member whose gang's slice is over steps aside; the
  * ticker releases it at the gang's next turn). The race to survive: the
@@ -166,6 +174,7 @@ struct weft_gang {
 	                                   * runtime is not in the current matrix */
 	bool gang_on;                     /* GANG when created */
 	struct weft_gang *slot_next;      /* gm.lock */
+	struct weft_gang *live_next;      /* gm.live: created, not destroyed; gm.lock */
 	struct wft_gang_member m[];
 };
 
@@ -179,6 +188,7 @@ static struct {
 	pthread_cond_t cond;              /* the ticker waits on it (CLOCK_MONOTONIC) */
 	struct gang_slot *slots;
 	int nslots, cap;
+	struct weft_gang *live;           /* every gang created and not destroyed (I5) */
 	int cur;                          /* the current slot */
 	int next_base;                    /* where the next new slot's workers start */
 	weft_time_t slice_end;            /* end of the current slice */
@@ -566,11 +576,34 @@ static uint64_t default_slice(void)
 	return (uint64_t)us * 1000;
 }
 
+/* Is g a gang created and not destroyed (I5)? Context: gm.lock held. */
+static bool live_locked(const struct weft_gang *g)
+{
+	for (const struct weft_gang *h = gm.live; h; h = h->live_next)
+		if (h == g)
+			return true;
+	return false;
+}
+
+/* Take gm.lock and look g up (I5). Returns true with the lock held, or
+ * false (unlocked) if g is NULL or not a live gang. */
+static bool lock_live(const struct weft_gang *g)
+{
+	if (!g)
+		return false;
+	pthread_once(&gm_once, gm_init_once);
+	pthread_mutex_lock(&gm.lock);
+	if (live_locked(g))
+		return true;
+	pthread_mutex_unlock(&gm.lock);
+	return false;
+}
+
 int weft_gang_create(weft_gang_t *out, unsigned k, const weft_gang_attr_t *attr)
 {
 	struct weft_gang *g;
 	uint64_t slice = 0;
-	int rc;
+	int rc = 0;
 
 	if (!out || k == 0 || k > WEFT_WORKERS_MAX)
 		return EINVAL;
@@ -608,20 +641,43 @@ int weft_gang_create(weft_gang_t *out, unsigned k, const weft_gang_attr_t *attr)
 	}
 	/* relaxed: published by the gang's hand-over to the caller */
 	atomic_store_explicit(&g->active, 1, memory_order_relaxed);
+	pthread_once(&gm_once, gm_init_once);
+	pthread_mutex_lock(&gm.lock);
 	if (g->gang_on) {
-		pthread_once(&gm_once, gm_init_once);
-		pthread_mutex_lock(&gm.lock);
 		rc = ticker_start();
 		if (rc == 0)
 			rc = place(g);
-		pthread_mutex_unlock(&gm.lock);
-		if (rc) {
-			free(g);
-			return rc;
-		}
+	}
+	if (rc == 0) {
+		g->live_next = gm.live;
+		gm.live = g;
+	}
+	pthread_mutex_unlock(&gm.lock);
+	if (rc) {
+		free(g);
+		return rc;
 	}
 	*out = g;
 	return 0;
+}
+
+/* The member leaves its gang: its function returned, or it called
+ * weft_exit (wft_gang_exit). Context: m's own thread. */
+static void member_leave(struct wft_gang_member *m, struct weft_thread *self)
+{
+	/* release: as the store in member_main; peers then see no TCB (I3)
+	 * and stop spinning on this member */
+	atomic_store_explicit(&m->t, NULL, memory_order_release);
+	self->in_gang = false;
+	self->gang = NULL;
+	/* relaxed: a hint for the ticker's choice of slot (slot_live): a gang
+	 * whose members all left gets no more turns */
+	atomic_fetch_sub_explicit(&m->g->nlive, 1, memory_order_relaxed);
+}
+
+void wft_gang_exit(struct weft_thread *self)
+{
+	member_leave(self->gang, self);
 }
 
 /* Every member runs this around its function (I3). */
@@ -638,31 +694,34 @@ static void *member_main(void *arg)
 	if (m->g->gang_on)
 		sched_point(m);   /* a gang whose turn it is not waits for it */
 	ret = m->fn(m->arg);
-	atomic_store_explicit(&m->t, NULL, memory_order_release);
-	self->in_gang = false;
-	self->gang = NULL;
-	/* relaxed: a hint for the ticker's choice of slot */
-	atomic_fetch_sub_explicit(&m->g->nlive, 1, memory_order_relaxed);
+	member_leave(m, self);
 	return ret;
 }
 
-int weft_gang_spawn(weft_gang_t g, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+/* Spawn g's next member (weft_gang_spawn, and weft_spawn with a gang in
+ * its attribute). attr: NULL, or attributes whose gang is NULL or g.
+ * *out (if out is not NULL) receives the member's handle. */
+static int gang_spawn(weft_gang_t g, weft_fn_t fn, void *arg, const weft_attr_t *attr,
+		      weft_thread_t *out)
 {
 	weft_attr_t a = WEFT_ATTR_INITIALIZER;
 	struct wft_gang_member *m;
 	int rc;
 
-	if (!g || !fn)
+	if (!fn)
 		return EINVAL;
 	if (wft_in_forked_child())
 		return ENOTSUP;
 	if (attr) {
 		if (attr->worker != -1 || attr->detached)
 			return EINVAL;
+		if (attr->reserved[0] && attr->reserved[0] != (void *)g)
+			return EINVAL;   /* the attribute names another gang */
 		a = *attr;
+		a.reserved[0] = NULL;   /* the member itself is spawned plainly */
 	}
-	pthread_once(&gm_once, gm_init_once);
-	pthread_mutex_lock(&gm.lock);
+	if (!lock_live(g))
+		return EINVAL;
 	if (g->state != GANG_OPEN || g->nspawned >= g->k) {
 		rc = EINVAL;
 		goto out;
@@ -679,9 +738,29 @@ int weft_gang_spawn(weft_gang_t g, weft_fn_t fn, void *arg, const weft_attr_t *a
 		goto out;
 	}
 	g->nspawned++;
+	if (out)
+		*out = m->handle;
 out:
 	pthread_mutex_unlock(&gm.lock);
 	return rc;
+}
+
+int weft_gang_spawn(weft_gang_t g, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+{
+	return gang_spawn(g, fn, arg, attr, NULL);
+}
+
+int wft_gang_spawn_attr(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+{
+	return gang_spawn((weft_gang_t)attr->reserved[0], fn, arg, attr, out);
+}
+
+int weft_attr_setgang(weft_attr_t *attr, weft_gang_t g)
+{
+	if (!attr)
+		return EINVAL;
+	attr->reserved[0] = g;
+	return 0;
 }
 
 int weft_gang_join(weft_gang_t g, void **rets)
@@ -696,8 +775,8 @@ int weft_gang_join(weft_gang_t g, void **rets)
 		return EDEADLK;
 	if (wft_in_forked_child())
 		return ENOTSUP;
-	pthread_once(&gm_once, gm_init_once);
-	pthread_mutex_lock(&gm.lock);
+	if (!lock_live(g))
+		return EINVAL;
 	if (g->state != GANG_OPEN) {
 		pthread_mutex_unlock(&gm.lock);
 		return EINVAL;
@@ -705,6 +784,7 @@ int weft_gang_join(weft_gang_t g, void **rets)
 	g->state = GANG_JOINING;   /* no more members: nspawned is final */
 	n = g->nspawned;
 	pthread_mutex_unlock(&gm.lock);
+	/* g stays live: destroy refuses a gang that is being joined (EBUSY) */
 	for (unsigned i = 0; i < n; i++) {
 		void *r = NULL;
 		int e = weft_join(g->m[i].handle, &r);
@@ -723,17 +803,22 @@ int weft_gang_join(weft_gang_t g, void **rets)
 
 int weft_gang_destroy(weft_gang_t g)
 {
+	struct weft_gang **pp;
+
 	if (!g)
 		return EINVAL;
 	if (wft_in_forked_child())
 		return ENOTSUP;
-	pthread_once(&gm_once, gm_init_once);
-	pthread_mutex_lock(&gm.lock);
-	if (g->nspawned && g->state != GANG_JOINED) {
+	if (!lock_live(g))
+		return EINVAL;
+	if (g->state == GANG_JOINING || (g->nspawned && g->state != GANG_JOINED)) {
 		pthread_mutex_unlock(&gm.lock);
 		return EBUSY;
 	}
 	unplace(g);
+	for (pp = &gm.live; *pp != g; pp = &(*pp)->live_next)
+		;
+	*pp = g->live_next;
 	pthread_mutex_unlock(&gm.lock);
 	free(g);
 	return 0;
@@ -745,9 +830,9 @@ int weft_gang_info(weft_gang_t g, weft_gang_info_t *info)
 		return EINVAL;
 	if (wft_in_forked_child())
 		return ENOTSUP;
+	if (!lock_live(g))
+		return EINVAL;
 	memset(info, 0, sizeof(*info));
-	pthread_once(&gm_once, gm_init_once);
-	pthread_mutex_lock(&gm.lock);
 	info->k = g->k;
 	info->members = g->nspawned;
 	info->slice_ns = g->slice_ns;

@@ -441,7 +441,9 @@ static __attribute__((noinline)) int spawn_check(const weft_attr_t *attr, size_t
 		return EINVAL;   /* above the max it could wrap when page-rounded */
 	if (attr && attr->guard != 0 && attr->guard != 1)
 		return EINVAL;
-	for (size_t i = 0; attr && i < sizeof(attr->reserved) / sizeof(attr->reserved[0]); i++)
+	/* reserved[0] is the gang (weft_attr_setgang), taken by weft_spawn
+	 * before this check */
+	for (size_t i = 1; attr && i < sizeof(attr->reserved) / sizeof(attr->reserved[0]); i++)
 		if (attr->reserved[i])
 			return EINVAL;
 	/* acquire: pairs with the release store of RUNNING in weft_init */
@@ -505,6 +507,11 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 	if (wft_likely(!attr && w)) {
 		spawn_defaults(&ss, &guard, &pin, &detached);
 	} else {
+		/* a gang in the attribute (weft_attr_setgang): the gang spawns
+		 * the member, with a copy of attr whose gang is cleared, so
+		 * this recursion ends (runtime/gang.c) */
+		if (wft_unlikely(attr && attr->reserved[0]))
+			return wft_gang_spawn_attr(out, fn, arg, attr);
 		rc = spawn_check(attr, &ss, &guard, &pin, &detached);
 		if (rc)
 			return rc;
@@ -679,6 +686,11 @@ int weft_exit(void *ret)
 
 	if (!t)
 		return EPERM;
+	/* a gang member leaves its gang first, as when its function returns
+	 * (runtime/gang.c, member_leave): else its gang kept counting it as
+	 * live and kept getting turns after every member had exited */
+	if (wft_unlikely(t->in_gang))
+		wft_gang_exit(t);
 	thread_exit(t, ret);
 }
 

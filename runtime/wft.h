@@ -275,9 +275,9 @@ struct weft_thread {
 	const void *wait_obj;             /* the object (or the caller's pc) */
 	weft_time_t wait_since;           /* coarse clock at the park (wft_coarse_now) */
 	/* Gang membership (runtime/gang.c): set by the member itself when it
-	 * starts, cleared when its function returns; read only by the thread
-	 * itself (weft_yield when in_gang, the gang calls). Valid only while
-	 * in_gang: spawn clears in_gang, not this. */
+	 * starts, cleared when its function returns or it calls weft_exit;
+	 * read only by the thread itself (weft_yield when in_gang, the gang
+	 * calls). Valid only while in_gang: spawn clears in_gang, not this. */
 	struct wft_gang_member *gang;
 } wft_cacheline_aligned;   /* TCB slabs are cache-line aligned (thread.c) */
 
@@ -286,6 +286,13 @@ struct weft_thread {
  * Context: m's own thread. */
 struct wft_gang_member;
 void wft_gang_yield_point(struct wft_gang_member *m);
+/* weft_spawn with a gang in attr (weft_attr_setgang: attr->reserved[0]):
+ * spawn the gang's next member. Returns weft_spawn's codes; EINVAL also
+ * for a gang that is not live, joined, or full. Context: any. */
+int wft_gang_spawn_attr(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr);
+/* The calling member t (t->in_gang) calls weft_exit: it leaves its gang
+ * as if its function had returned. Context: t's own thread. */
+void wft_gang_exit(struct weft_thread *t);
 /* Stop the slice ticker and forget the gang matrix (weft_shutdown, after
  * every light thread has finished). Context: the shutting-down OS thread. */
 void wft_gang_shutdown_unsafe(void);

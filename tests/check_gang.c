@@ -2,14 +2,18 @@
  * tests/check_gang.c - gang scheduling (runtime/gang.c, weft/gang.h).
  *
  * Black-box, through the public API and the WEFT_STATS counters:
- *   errors      EINVAL/EBUSY/EDEADLK cases of every call;
+ *   errors      EINVAL/EBUSY/EDEADLK cases of every call, and of the
+ *               attribute path (weft_attr_setgang + weft_spawn);
  *   basic       co-dispatch: the members of a gang sampled at every
  *               barrier run on distinct workers, and released members
  *               resume together (gang_codispatches);
  *               the spin rule: a member never spins while its peer is
  *               parked (pred calls against gang_spin_aborts);
  *               fairness: 4 gangs on 2 workers get 20-30% of the slices;
- *               a member that parks frees its worker and the gang goes on;
+ *               a member that parks, sleeps or blocks in I/O frees its
+ *               worker and the gang goes on; a member that ends with
+ *               weft_exit leaves its gang (no more turns for a gang whose
+ *               members all exited);
  *               GANG off: members are ordinary threads, barrier still works;
  *   stress      random gangs and operations under RANDOMIZE, bounded and
  *               seeded, at the environment's worker count.
@@ -23,6 +27,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
+#include <weft/io.h>
 #include <stdlib.h>
 #include <string.h>
 #include <weft/gang.h>
@@ -148,6 +154,114 @@ START_TEST(errors)
 }
 END_TEST
 
+/* The attribute path: weft_attr_setgang + weft_spawn. */
+
+static void *attr_member(void *arg)
+{
+	/* a member knows its index from its first instruction on */
+	return (void *)(intptr_t)(weft_gang_index() * 100 + (int)(intptr_t)arg);
+}
+
+/* Spawned from a weft thread (weft_spawn's other path): two members of
+ * the gang in arg through one attribute, and a third refused. */
+static void *attr_spawner(void *arg)
+{
+	weft_gang_t g = arg;
+	weft_attr_t a;
+	weft_thread_t t = NULL;
+
+	weft_attr_init(&a);
+	WT_CHECK(weft_attr_setgang(&a, g) == 0);
+	WT_CHECK(weft_spawn(&t, attr_member, (void *)1, &a) == 0);
+	WT_CHECK(t != NULL);
+	WT_CHECK(weft_spawn(NULL, attr_member, (void *)2, &a) == 0);   /* t may be NULL */
+	t = NULL;
+	WT_CHECK(weft_spawn(&t, attr_member, (void *)3, &a) == EINVAL);   /* full */
+	WT_CHECK(t == NULL);
+	return NULL;
+}
+
+START_TEST(attr_errors)
+{
+	weft_gang_t g, h;
+	weft_attr_t a;
+	weft_thread_t t = NULL, t2 = NULL, sp;
+	weft_gang_info_t info;
+	void *rets[2];
+
+	init_exact(2, NULL);
+	ck_assert_int_eq(weft_attr_setgang(NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_create(&g, 2, NULL), 0);
+	ck_assert_int_eq(weft_gang_create(&h, 1, NULL), 0);
+	weft_attr_init(&a);
+	ck_assert_int_eq(weft_attr_setgang(&a, g), 0);
+	ck_assert_ptr_eq(a.reserved[0], g);
+	a.name = "member";
+	/* worker and detached belong to the gang, as for weft_gang_spawn */
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&t, attr_member, NULL, &a), EINVAL);
+	a.worker = -1;
+	a.detached = 1;
+	ck_assert_int_eq(weft_spawn(&t, attr_member, NULL, &a), EINVAL);
+	a.detached = 0;
+	a.reserved[1] = &a;
+	ck_assert_int_eq(weft_spawn(&t, attr_member, NULL, &a), EINVAL);
+	a.reserved[1] = NULL;
+	ck_assert_ptr_null(t);
+	/* an attribute naming g cannot add to another gang */
+	ck_assert_int_eq(weft_gang_spawn(h, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_info(g, &info), 0);
+	ck_assert_uint_eq(info.members, 0);
+
+	/* two members through the same attribute (the handle works) */
+	ck_assert_int_eq(weft_spawn(&t, attr_member, (void *)1, &a), 0);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(weft_thread_name(t), "member");
+	ck_assert_int_eq(weft_spawn(&t2, attr_member, (void *)2, &a), 0);
+	ck_assert_ptr_nonnull(t2);
+	ck_assert_ptr_ne(t, t2);
+	/* a third: the gang is full (each member slot fills once) */
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_spawn(g, attr_member, NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_info(g, &info), 0);
+	ck_assert_uint_eq(info.members, 2);
+	ck_assert_int_eq(weft_gang_join(g, rets), 0);
+	ck_assert_int_eq((int)(intptr_t)rets[0], 1);
+	ck_assert_int_eq((int)(intptr_t)rets[1], 102);
+	/* joined: no more members, through either path */
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_spawn(g, attr_member, NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_destroy(g), 0);
+	/* destroyed: every call says EINVAL (the handle is looked up, not
+	 * dereferenced: no use after free under ASan) */
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	ck_assert_int_eq(weft_gang_spawn(g, attr_member, NULL, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_info(g, &info), EINVAL);
+	ck_assert_int_eq(weft_gang_join(g, NULL), EINVAL);
+	ck_assert_int_eq(weft_gang_destroy(g), EINVAL);
+	/* a made-up handle */
+	ck_assert_int_eq(weft_attr_setgang(&a, (weft_gang_t)&a), 0);
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, NULL, &a), EINVAL);
+	/* cleared: a plain thread again */
+	ck_assert_int_eq(weft_attr_setgang(&a, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&sp, attr_member, (void *)7, &a), 0);
+	ck_assert_int_eq(weft_join(sp, rets), 0);
+	ck_assert_int_eq((int)(intptr_t)rets[0], -100 + 7);   /* index -1 */
+
+	/* from a weft thread */
+	ck_assert_int_eq(weft_gang_create(&g, 2, NULL), 0);
+	ck_assert_int_eq(weft_spawn(&sp, attr_spawner, g, NULL), 0);
+	ck_assert_int_eq(weft_join(sp, NULL), 0);
+	ck_assert_int_eq(weft_gang_join(g, rets), 0);
+	ck_assert_int_eq((int)(intptr_t)rets[0], 1);
+	ck_assert_int_eq((int)(intptr_t)rets[1], 102);
+	ck_assert_int_eq(weft_gang_destroy(g), 0);
+	ck_assert_int_eq(weft_gang_destroy(h), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* BSP gangs: each member computes, notes its worker, meets at the barrier;
  * the barrier's serial member checks the notes. */
@@ -209,6 +323,21 @@ static void bsp_start(struct bsp *s, unsigned k, const weft_gang_attr_t *ga)
 		ck_assert_int_eq(weft_gang_spawn(s->g, bsp_member, s, NULL), 0);
 }
 
+/* The same gang built through the attribute path (weft_attr_setgang). */
+static void bsp_start_attr(struct bsp *s, unsigned k)
+{
+	weft_attr_t a;
+
+	memset(s, 0, sizeof(*s));
+	s->k = k;
+	ck_assert_int_eq(weft_gang_create(&s->g, k, NULL), 0);
+	ck_assert_int_eq(weft_gang_barrier_init(&s->b, k), 0);
+	weft_attr_init(&a);
+	ck_assert_int_eq(weft_attr_setgang(&a, s->g), 0);
+	for (unsigned i = 0; i < k; i++)
+		ck_assert_int_eq(weft_spawn(NULL, bsp_member, s, &a), 0);
+}
+
 static void bsp_finish(struct bsp *s)
 {
 	ck_assert_int_eq(weft_gang_join(s->g, NULL), 0);
@@ -230,8 +359,8 @@ START_TEST(codispatch)
 	if (!init_gang_on(2))
 		return;
 	atomic_store(&bsp_stop, 0);
-	for (int i = 0; i < 2; i++)
-		bsp_start(&s[i], 2, NULL);
+	bsp_start(&s[0], 2, NULL);
+	bsp_start_attr(&s[1], 2);   /* members through the attribute: the same rules */
 	sleep_ms(500);
 	atomic_store(&bsp_stop, 1);
 	for (int i = 0; i < 2; i++) {
@@ -412,6 +541,9 @@ static _Atomic int parker_worker = -1;
 static _Atomic int parker_asleep;
 static _Atomic long other_progress, peer_progress;
 static _Atomic int parker_done;
+static int parker_pipe[2] = { -1, -1 };   /* >= 0: block in weft_io_read, not sleep */
+static weft_gang_barrier_t parker_bar;
+static _Atomic long parker_rounds;
 
 static int parker_finished(void *arg)
 {
@@ -431,12 +563,23 @@ static void *park_member(void *arg)
 		while (atomic_load(&other_progress) == 0)
 			weft_yield();
 		atomic_store(&parker_asleep, 1);
-		weft_sleep_ns(50000000);   /* 50 ms */
+		if (parker_pipe[0] >= 0) {
+			char c;
+
+			/* nothing to read until the test writes, 50 ms later */
+			WT_CHECK(weft_io_read(parker_pipe[0], &c, 1) == 1);
+		} else {
+			weft_sleep_ns(50000000);   /* 50 ms */
+		}
 		atomic_store(&parker_asleep, 0);
 		atomic_store(&parker_done, 1);
 	} else {
 		weft_gang_spin_until(parker_finished, NULL);
 	}
+	/* the gang goes on: both members meet again, round after round */
+	for (int r = 0; r < 20; r++)
+		if (weft_gang_barrier_wait(&parker_bar) == WEFT_BARRIER_SERIAL_THREAD)
+			atomic_fetch_add(&parker_rounds, 1);
 	return NULL;
 }
 
@@ -452,7 +595,8 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
-START_TEST(park_frees_worker)
+/* io: 0 member 0 sleeps, 1 it reads an empty pipe (weft_io_read). */
+static void park_frees_worker_run(int io)
 {
 	weft_gang_t g;
 	weft_thread_t o;
@@ -461,6 +605,11 @@ START_TEST(park_frees_worker)
 
 	if (!init_gang_on(2))
 		return;
+	parker_pipe[0] = parker_pipe[1] = -1;
+	if (io)
+		ck_assert_int_eq(pipe(parker_pipe), 0);
+	ck_assert_int_eq(weft_gang_barrier_init(&parker_bar, 2), 0);
+	atomic_store(&parker_rounds, 0);
 	atomic_store(&parker_worker, -1);
 	atomic_store(&parker_asleep, 0);
 	atomic_store(&parker_done, 0);
@@ -475,13 +624,116 @@ START_TEST(park_frees_worker)
 	a.worker = atomic_load(&parker_worker);
 	ck_assert_int_eq(weft_spawn(&o, other_thread, NULL, &a), 0);
 	before = atomic_load(&other_progress);
+	if (io) {
+		sleep_ms(50);
+		ck_assert_int_eq(write(parker_pipe[1], "x", 1), 1);
+	}
 	ck_assert_int_eq(weft_gang_join(g, NULL), 0);
 	ck_assert_int_eq(weft_join(o, NULL), 0);
 	ck_assert_int_eq(weft_gang_destroy(g), 0);
-	printf("other thread on the sleeper's worker: %ld steps; peer: %ld spin steps\n",
-	       (long)atomic_load(&other_progress) - before, (long)atomic_load(&peer_progress));
+	printf("%s: other thread on the blocked member's worker: %ld steps; peer: %ld spin "
+	       "steps; rounds after %ld\n", io ? "read" : "sleep",
+	       (long)atomic_load(&other_progress) - before, (long)atomic_load(&peer_progress),
+	       (long)atomic_load(&parker_rounds));
 	ck_assert_int_gt(atomic_load(&other_progress), 10);
 	ck_assert_int_gt(atomic_load(&peer_progress), 10);
+	ck_assert_int_eq(atomic_load(&parker_rounds), 20);
+	ck_assert_int_eq(weft_gang_barrier_destroy(&parker_bar), 0);
+	if (io) {
+		close(parker_pipe[0]);
+		close(parker_pipe[1]);
+		parker_pipe[0] = parker_pipe[1] = -1;
+	}
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+
+START_TEST(park_frees_worker)
+{
+	park_frees_worker_run(0);
+}
+END_TEST
+
+/* The same with I/O: a member blocked in weft_io_read on an empty pipe
+ * frees its worker, and its peer spins (aborting) and goes on. */
+START_TEST(io_frees_worker)
+{
+	park_frees_worker_run(1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* A member that ends with weft_exit leaves its gang as one whose function
+ * returns does: once every member of gang A has exited, A's row gets no
+ * more turns, and gang B (the other row on the same workers) keeps the
+ * workers; weft_gang_join collects weft_exit's values. */
+
+static _Atomic int exited_count;
+
+static void exit_deep(int i)
+{
+	atomic_fetch_add(&exited_count, 1);
+	weft_exit((void *)(intptr_t)(i + 10));
+}
+
+static void *exit_member(void *arg)
+{
+	weft_gang_barrier_t *b = arg;
+
+	weft_gang_barrier_wait(b);   /* both members ran */
+	exit_deep(weft_gang_index());
+	return NULL;   /* not reached */
+}
+
+START_TEST(exit_leaves_gang)
+{
+	static struct bsp s;
+	weft_gang_barrier_t b;
+	weft_gang_t a;
+	weft_gang_attr_t ga = WEFT_GANG_ATTR_INITIALIZER;
+	weft_gang_info_t i0, i1;
+	void *rets[2];
+	bool quiet = false;
+	long r0;
+
+	if (!init_gang_on(2))
+		return;
+	atomic_store(&exited_count, 0);
+	atomic_store(&bsp_stop, 0);
+	ga.slice_ns = 1000000;   /* 1 ms: hundreds of turns in the window */
+	ck_assert_int_eq(weft_gang_barrier_init(&b, 2), 0);
+	ck_assert_int_eq(weft_gang_create(&a, 2, &ga), 0);
+	bsp_start(&s, 2, &ga);   /* the second row on the same two workers */
+	ck_assert_int_eq(weft_gang_spawn(a, exit_member, &b, NULL), 0);
+	ck_assert_int_eq(weft_gang_spawn(a, exit_member, &b, NULL), 0);
+	while (atomic_load(&exited_count) < 2)
+		sleep_ms(1);
+	/* Windows of 200 ms until one in which A got at most 1 turn (the one
+	 * being rotated to while its last member left). The counter above is
+	 * bumped just before weft_exit, and on a loaded host a worker may
+	 * stay preempted between the two for a while: hence several windows.
+	 * Without the fix every window has a turn per slice (1 ms). */
+	r0 = atomic_load(&s.rounds);
+	ck_assert_int_eq(weft_gang_info(a, &i0), 0);
+	for (int w = 0; w < 10 && !quiet; w++) {
+		sleep_ms(200);
+		ck_assert_int_eq(weft_gang_info(a, &i1), 0);
+		printf("exited gang: %llu turns in window %d after its members exited\n",
+		       (unsigned long long)(i1.slices - i0.slices), w);
+		quiet = i1.slices - i0.slices <= 1;
+		i0 = i1;
+	}
+	printf("the other gang: %ld rounds meanwhile\n", (long)(atomic_load(&s.rounds) - r0));
+	ck_assert_msg(quiet, "a gang whose members all exited kept getting turns");
+	ck_assert_int_gt(atomic_load(&s.rounds), r0);
+	atomic_store(&bsp_stop, 1);
+	bsp_finish(&s);
+	ck_assert_int_eq(weft_gang_destroy(s.g), 0);
+	ck_assert_int_eq(weft_gang_join(a, rets), 0);
+	ck_assert_ptr_eq(rets[0], (void *)10);
+	ck_assert_ptr_eq(rets[1], (void *)11);
+	ck_assert_int_eq(weft_gang_destroy(a), 0);
+	ck_assert_int_eq(weft_gang_barrier_destroy(&b), 0);
 	wt_assert_no_failure();
 	wt_shutdown();
 }
@@ -626,12 +878,15 @@ int main(void)
 
 	tc = wt_tcase(s, "errors", 30);
 	tcase_add_test(tc, errors);
+	tcase_add_test(tc, attr_errors);
 	tc = wt_tcase(s, "basic", 60);
 	tcase_add_test(tc, codispatch);
 	tcase_add_test(tc, no_spin_on_parked_peer);
 	tcase_add_test(tc, gang_off_spins_bounded);
 	tcase_add_test(tc, fairness);
 	tcase_add_test(tc, park_frees_worker);
+	tcase_add_test(tc, io_frees_worker);
+	tcase_add_test(tc, exit_leaves_gang);
 	tcase_add_test(tc, gang_off_plain);
 	tc = wt_tcase(s, "stress", wt_stress_seconds() * 3 + 30);
 	tcase_add_test(tc, stress_randomize);

@@ -71,27 +71,47 @@ WEFT_API int weft_gang_create(weft_gang_t *g, unsigned k, const weft_gang_attr_t
  * places its members) and detached 0 (weft_gang_join joins them); stack
  * size, guard and name apply. The member may run at once; if its gang's
  * slice is not current it steps aside at its first gang scheduling point.
- * Returns 0, EINVAL (g or fn NULL, the gang already has its k members,
- * the gang is joined, attr->worker not -1, attr->detached set, or another
- * bad attribute as for weft_spawn), EAGAIN (no memory). Context: any.
+ * Returns 0, EINVAL (g or fn NULL, g not a live gang, the gang already
+ * has its k members, the gang is joined, attr->worker not -1,
+ * attr->detached set, attr's gang (weft_attr_setgang) neither NULL nor g,
+ * or another bad attribute as for weft_spawn), EAGAIN (no memory).
+ * Context: any.
  * May park: no. */
 WEFT_API int weft_gang_spawn(weft_gang_t g, weft_fn_t fn, void *arg, const weft_attr_t *attr);
+
+/* Make weft_spawn(t, fn, arg, attr) add the new thread to g as its next
+ * member: the attribute path to a gang (g NULL clears it). The gang is
+ * kept in attr->reserved[0], so weft_attr_t keeps its size and layout.
+ * Nothing is checked here; weft_spawn then behaves as weft_gang_spawn(g,
+ * fn, arg, attr) and also stores the member's handle in *t if t is not
+ * NULL (t may be NULL). That handle is for weft_unpark, weft_thread_name
+ * and the like until weft_gang_join returns: the gang owns the join, so
+ * never pass it to weft_join or weft_detach. weft_spawn returns 0, or
+ * EINVAL when g is not a live gang (never created, or destroyed), is
+ * joined or being joined, already has its k members (each spawn adds a
+ * new thread and each member slot is filled once, so no thread is ever a
+ * member twice), when attr->worker is not -1 or attr->detached is set,
+ * or for another bad attribute as for weft_spawn; EAGAIN (no memory).
+ * The same attr may be used for several spawns (one member each).
+ * Returns 0 or EINVAL (attr NULL). Context: any. May park: no. */
+WEFT_API int weft_attr_setgang(weft_attr_t *attr, weft_gang_t g);
 
 /* Wait for every member spawned so far to finish; rets (if not NULL)
  * receives member i's return value in rets[i] (an array of k pointers).
  * After it the gang takes no more members and no more slices.
- * Returns 0, EINVAL (g NULL, or the gang is already joined or being
- * joined), EDEADLK (the caller is a member of g). Context: any.
+ * Returns 0, EINVAL (g NULL or not a live gang, or the gang is already
+ * joined or being joined), EDEADLK (the caller is a member of g). Context: any.
  * May park: yes (a weft thread parks; an OS thread sleeps). */
 WEFT_API int weft_gang_join(weft_gang_t g, void **rets);
 
-/* Free g. Returns 0, EINVAL (g NULL), EBUSY (members were spawned and the
- * gang is not joined yet). After 0 the handle is invalid. Context: any.
+/* Free g. Returns 0, EINVAL (g NULL, or not a live gang: destroyed
+ * already), EBUSY (members were spawned and the gang is not joined yet,
+ * or a join is in progress). After 0 the handle is invalid. Context: any.
  * May park: no. */
 WEFT_API int weft_gang_destroy(weft_gang_t g);
 
 /* Report g's size and its turns so far into *info. Returns 0 or EINVAL (g
- * or info NULL). Context: any. May park: no. */
+ * or info NULL, g not a live gang). Context: any. May park: no. */
 WEFT_API int weft_gang_info(weft_gang_t g, weft_gang_info_t *info);
 
 /* The calling thread's member index in its gang, or -1 if the caller is

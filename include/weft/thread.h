@@ -31,7 +31,8 @@ typedef struct weft_attr {
 	int worker;          /* pin to this worker index; -1 = not pinned (default) */
 	int detached;        /* 1 = start detached (cannot be joined) */
 	const char *name;    /* optional, copied (at most 15 characters kept) */
-	void *reserved[4];   /* must be zero */
+	void *reserved[4];   /* [0]: the gang to join, set by weft_attr_setgang()
+			      * (weft/gang.h); [1..3] must be zero */
 } weft_attr_t;
 
 #define WEFT_ATTR_INITIALIZER { 0, 1, -1, 0, NULL, { NULL, NULL, NULL, NULL } }
@@ -52,6 +53,8 @@ WEFT_API int weft_attr_init(weft_attr_t *attr);
  * debug build (--enable-debug) keeps a canary at the stack's bottom and
  * aborts, naming the thread, when the stack leaves a thread that
  * overwrote it.
+ * With a gang set in attr (weft_attr_setgang) the thread becomes the gang's
+ * next member, as from weft_gang_spawn (its codes and rules apply).
  * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL,
  * bad attribute: an out-of-range worker, a stack size outside
  * WEFT_STACK_MIN..WEFT_STACK_MAX, guard not 0 or 1, a non-zero reserved
