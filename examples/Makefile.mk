@@ -51,7 +51,10 @@ examples_dispatcher_LDADD = $(EX_LDADD)
 examples_hackbench_LDADD = $(EX_LDADD)
 dist_noinst_SCRIPTS += examples/scale.sh
 
-include examples/gang.mk
+# Gang scheduling (seed 004): BSP and ebizzy-like workloads with GANG on,
+# GANG off and a pthread baseline in one binary.
+noinst_PROGRAMS += examples/gang
+examples_gang_LDADD = $(EX_LDADD)
 
 # make bench (Makefile.am): the runner, its plots, and the comparison of two
 # report directories

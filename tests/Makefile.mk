@@ -72,7 +72,9 @@ script_tests = \
 TESTS += $(script_tests)
 dist_check_SCRIPTS = $(script_tests)
 
-include tests/gang.mk
+# Gang scheduling: tests/check_gang.c, one Check suite.
+check_PROGRAMS += tests/check_gang
+TESTS += tests/check_gang
 
 check_PROGRAMS += $(reliab_tests)
 TESTS += $(reliab_tests)
