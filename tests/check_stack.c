@@ -50,15 +50,9 @@ static void *ret_arg(void *arg)
 /* vm.max_map_count, or 65530 (the default) if unreadable. */
 static long max_map_count(void)
 {
-	long n = 65530;
-	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	long n = wt_max_map_count();
 
-	if (f) {
-		if (fscanf(f, "%ld", &n) != 1)
-			n = 65530;
-		fclose(f);
-	}
-	return n;
+	return n > 0 ? n : 65530;
 }
 
 /* A default spawn and join still work: the runtime is healthy. */

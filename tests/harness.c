@@ -179,3 +179,16 @@ bool wt_guard_markers(void)
 	munmap(p, 2 * ps);
 	return ok;
 }
+
+long wt_max_map_count(void)
+{
+	long n = 0;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = 0;
+		fclose(f);
+	}
+	return n;
+}

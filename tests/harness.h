@@ -111,4 +111,7 @@ bool wt_init_two_workers(const char *test);
  * probe"), and tests about the chunks' markers skip. */
 bool wt_guard_markers(void);
 
+/* vm.max_map_count, or 0 if it cannot be read. */
+long wt_max_map_count(void);
+
 #endif
