@@ -96,7 +96,9 @@
  *   also accepts owner == its own id as acquired (I7) at each of those
  *   looks.
  *
- *   "Unlock": CAS id -> 0 (release). If flags are set, take qlock (the
+ *   "Unlock": in store mode (below) a plain store id -> 0 (release) once
+ *   a load has found the word equal to our id; otherwise CAS id -> 0
+ *   (release). If flags are set, take qlock (the
  *   word is stable now, I4) and decide: the woken waiter in flight is
  *   starving -> store owner = its id (I7); else the head is starving
  *   (HANDOFF, or I5) -> unlink the head, store owner = its id, drop qlock,
@@ -151,6 +153,51 @@
  *   wake (the woken waiter loses and requeues at the head); a cond
  *   broadcast requeueing onto a mutex that is being released
  *   (wft_mutex_requeue re-checks the owner in its CAS loop).
+ *
+ * Unlock mode ("Unlock mode")
+ *   A CAS costs about as much as the rest of an uncontended lock+unlock, so
+ *   a mutex that nobody waits for releases with a plain store. m->calm says
+ *   which: a count of consecutive calm unlocks (CAS mode), or
+ *   WFT_MUTEX_FAST (store mode). It is written only by the thread that owns
+ *   m (so every owner reads the latest value, ordered by the lock itself).
+ *   - CAS mode: unlock counts (a calm unlock found the word equal to its
+ *     id, no flag); the WFT_MUTEX_CALM_UNLOCKS-th calm unlock calls go_fast,
+ *     which under qlock switches to store mode if the queue is empty, no
+ *     waiter is woken, nobody spins and the word holds no flag; else it
+ *     counts from 0 again. unlock_slow (flags seen) counts from 0 too.
+ *   - Store mode: unlock loads the word; if it is exactly our id it stores
+ *     0 (release), otherwise it takes the CAS path (EPERM, or flags).
+ *   - Leaving store mode: only an owner does it, by storing 0 to calm: the
+ *     waiter that found m in store mode under qlock (queue_locked) and so
+ *     polled instead of queueing, once it has the lock (lock_slow "got");
+ *     and a cond signaller that owns m (requeue_fast_locked). A signaller
+ *     that does not own m wakes the cond's waiters to lock m afresh
+ *     (WFT_SW_RELOCK) instead of queueing them.
+ *
+ *   The race it must survive: a waiter setting WAITERS on an owner that
+ *   then overwrites the word with a plain store 0 (the flag is lost and
+ *   nobody wakes the waiter). It cannot happen, because in store mode no
+ *   flag is ever set: flags are set only under qlock (queue_locked, the
+ *   cond requeue, unlock_slow by the owner), each after reading calm under
+ *   qlock and finding CAS mode; the switch to store mode is made under
+ *   qlock and only when the word holds no flag; and calm leaves store mode
+ *   only by an owner's store, so an owner that read WFT_MUTEX_FAST at its
+ *   unlock is in store mode for its whole ownership: no waiter can find
+ *   CAS mode under qlock between that owner's acquisition and its store
+ *   (the waiter's qlock section is either before go_fast's, and go_fast
+ *   then sees its flag or record and stays in CAS mode, or after it, and
+ *   reads FAST; and no one but the owner writes calm meanwhile). In store
+ *   mode the word is therefore always 0 or an owner id, and a store of 0 by
+ *   the owner is the same as its CAS. Trylock, spinners, barging and the
+ *   owner-death takeover need no flag and work in both modes.
+ *   The unlock never touches m after its store (a mutex may be destroyed
+ *   and freed by the next owner as soon as it is released).
+ *   Cost: store mode makes the first waiter after a quiet period poll
+ *   (yield, or sleep WFT_MUTEX_POLL_MIN_NS doubling to
+ *   WFT_MUTEX_POLL_MAX_NS) until it gets the lock once; then the mutex is
+ *   in CAS mode and waiters queue and park again. A mutex contended now
+ *   and then pays that poll once per WFT_MUTEX_CALM_UNLOCKS calm unlocks.
+ *   The switch is FAST_UNLOCK (runtime/features.def).
  *
  * Spinning ("Spin")
  *   Weft thread: only with OWNER_SPIN on, only while the owner is a weft
@@ -209,9 +256,16 @@
  *   destroy return EINVAL at no cost on the fast paths.
  *
  * Rejected alternatives
- *   - A plain store for unlock (a spinlock's release): no way to see a
- *     waiter that queued just before without a StoreLoad fence, which costs
- *     as much as the CAS; so unlock is one CAS, like the kernel's.
+ *   - A plain store for every unlock (a spinlock's release): no way to see
+ *     a waiter that queued just before without a StoreLoad fence, which
+ *     costs as much as the CAS; so unlock is a CAS except in store mode,
+ *     where nobody queues ("Unlock mode").
+ *   - Store mode left by a waiter with membarrier() (an asymmetric Dekker:
+ *     the owner stores 0 and then re-reads calm, the waiter writes calm,
+ *     issues the barrier, then queues): the owner's re-read touches m after
+ *     releasing it, which is a use after free when the next owner destroys
+ *     and frees m (a reference count under the mutex does exactly that),
+ *     and the barrier costs an IPI per CPU running the process.
  *   - A separate owner field next to a 0/1/2 futex word (2009 kernel): two
  *     stores on the fast path and a window where spinners see no owner.
  *   - Waking every waiter, or the head unconditionally at each unlock: a
@@ -266,6 +320,22 @@
  * awake (I7), which is cheap. A quarter leaves time for a wake with a kick
  * (tens of us on this VM class) and a few rounds of competition. */
 #define WFT_MUTEX_ROTATE_NS (WFT_MUTEX_STARVE_NS / 4)
+
+/* "Unlock mode": after this many consecutive unlocks that found no flag
+ * set (nobody queued, nobody woken), an owner switches the mutex to store
+ * mode, in which unlock is a plain release store. Leaving store mode costs
+ * the first waiter a poll (it cannot queue), so the switch must be rare
+ * against the unlocks it speeds up: 4,096 unlocks at ~5 ns saved each pay
+ * for ~20 us of polling. */
+#define WFT_MUTEX_CALM_UNLOCKS 4096
+#define WFT_MUTEX_FAST UINT32_MAX
+
+/* Poll back-off of a waiter that cannot queue (store mode): from a couple
+ * of microseconds (a short critical section ends within it) to a bound that
+ * keeps a long hold from costing the poller more than a few thousand wakeups
+ * a second. Only the first waiter after a quiet period polls. */
+#define WFT_MUTEX_POLL_MIN_NS 2000
+#define WFT_MUTEX_POLL_MAX_NS 128000
 
 /* The OS-thread owner id lives here (waitq.h); its value is the thread's
  * lock generation (mutex.h), 0 until the thread first locks. */
@@ -478,6 +548,120 @@ static void unwoken_locked(struct wft_mutex *m)
 		wft_fand(&m->state, ~WFT_MUTEX_FLAGS, relaxed);
 }
 
+/* What queue_locked decided besides a return value (0, EOWNERDEAD,
+ * ETIMEDOUT): WAITERS is set, so queue the record and park; or m is in
+ * store mode, so wait without queueing ("Unlock mode"). */
+enum { Q_PARK = -1, Q_POLL = -2 };
+
+/*
+ * Step 3 of lock_slow, under qlock: take m if its owner field is 0 (or
+ * was handed to us, I7, or its owner is dead), give up at the deadline,
+ * or set WAITERS with the RMW that the lost-wakeup argument rests on.
+ * Returns 0 / EOWNERDEAD (we own m), ETIMEDOUT, Q_PARK (WAITERS set: queue
+ * sw and park) or Q_POLL (store mode: nobody would wake us).
+ * Locks: m->qlock, held on entry and on return.
+ */
+static int queue_locked(struct wft_mutex *m, uintptr_t id, struct wft_swaiter *sw, bool woken,
+			weft_time_t deadline, weft_time_t now)
+{
+	/* relaxed: the CAS below decides; qlock orders a hand-off */
+	uintptr_t v = wft_load(&m->state, relaxed), nv;
+
+	for (;;) {
+		if (woken && wft_mutex_owner(v) == id) {
+			/* acquire: the hand-off (I7) was made under qlock, which
+			 * we hold; the fence pairs with its release store for the
+			 * data it protects */
+			wft_fence(acquire);
+			return 0;
+		}
+		if (wft_mutex_owner(v) == 0) {
+			/* acquire: as in step 1 */
+			if (wft_cas(&m->state, &v, v | id, acquire))
+				return 0;
+			continue;
+		}
+		if (wft_unlikely(owner_dead(wft_mutex_owner(v)))) {
+			/* "Owner death": take it over, flags kept (our unlock
+			 * serves the queue). The CAS only elects us; the dead
+			 * owner's writes, as far as they got, came with
+			 * owner_dead's acquire load of its TCB's join word
+			 * (acquire kept here as cheap insurance). Safe by I4: a
+			 * dead owner never unlocks, and we hold qlock. */
+			if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire))
+				return EOWNERDEAD;
+			continue;
+		}
+		if (deadline != WEFT_TIME_INFINITE && now >= deadline)
+			return ETIMEDOUT;
+		/* relaxed: calm is written by owners only, and a switch to
+		 * store mode is made under qlock, which we hold ("Unlock
+		 * mode"); a woken waiter keeps m out of store mode */
+		if (wft_load(&m->calm, relaxed) == WFT_MUTEX_FAST) {
+			WFT_ASSERT(!woken);
+			return Q_POLL;
+		}
+		nv = v | WFT_MUTEX_WAITERS;
+		if (woken && now - sw->since >= WFT_MUTEX_STARVE_NS)
+			nv |= WFT_MUTEX_HANDOFF;
+		/* relaxed: the RMW itself is the synchronisation with the
+		 * owner's release CAS (lost-wakeup argument above); the record
+		 * is published by qunlock */
+		if (wft_cas(&m->state, &v, nv, relaxed))
+			return Q_PARK;
+	}
+}
+
+/*
+ * Park on sw, queued by the caller. Returns when an unlocker has unlinked
+ * and woken us (sw->w.result says HANDED or COMPETE), or ETIMEDOUT after
+ * unlinking ourselves.
+ */
+static int park_queued(struct wft_mutex *m, struct wft_swaiter *sw, weft_time_t deadline)
+{
+	MSTAT(mutex_parks);
+	if (wft_waiter_wait(&sw->w, deadline) != ETIMEDOUT)
+		return 0;
+	wft_slock_lock(&m->qlock);
+	if (sw->queued) {
+		dequeue_locked(m, sw);
+		wft_slock_unlock(&m->qlock);
+		return ETIMEDOUT;
+	}
+	wft_slock_unlock(&m->qlock);
+	/* An unlocker unlinked us first: wait for its WOKEN store
+	 * (sync/wake_q.c I3), then take what it gave us. */
+	wft_waiter_wait(&sw->w, WEFT_TIME_INFINITE);
+	return 0;
+}
+
+/*
+ * m is in store mode, so no unlock looks for waiters ("Unlock mode"): let
+ * the owner run (yield, when our worker has other threads) or sleep a
+ * little, doubling *backoff_ns up to WFT_MUTEX_POLL_MAX_NS.
+ * Returns 0, or ETIMEDOUT once the deadline has passed.
+ */
+static int poll_wait(struct weft_thread *self, weft_time_t deadline, uint32_t *backoff_ns)
+{
+	weft_time_t now = wft_now();
+	uint64_t ns = *backoff_ns;
+
+	if (deadline != WEFT_TIME_INFINITE) {
+		if (now >= deadline)
+			return ETIMEDOUT;
+		if (deadline - now < ns)
+			ns = deadline - now;
+	}
+	if (self && wft_worker_has_work(wft_worker_self())) {
+		weft_yield();
+		return 0;
+	}
+	weft_sleep_ns(ns);
+	if (*backoff_ns < WFT_MUTEX_POLL_MAX_NS)
+		*backoff_ns *= 2;
+	return 0;
+}
+
 /*
  * The contended lock. sw is the record to queue (the caller's, already
  * initialised when inited is true); woken says that we are m's woken waiter
@@ -490,8 +674,9 @@ __attribute__((noinline, cold))
 static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self,
 		     weft_time_t deadline, struct wft_swaiter *sw, bool woken, bool inited)
 {
-	uintptr_t v, nv;
-	weft_time_t now;
+	uint32_t backoff = WFT_MUTEX_POLL_MIN_NS;
+	bool polled = false;
+	uintptr_t v;
 	int r;
 
 	for (;;) {
@@ -501,76 +686,39 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		 * release store; otherwise acted on only through the CAS */
 		v = wft_load(&m->state, acquire);
 		if (woken && wft_mutex_owner(v) == id)
-			goto got;
+			goto acquired;
 		if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
 			return EINVAL;   /* destroyed, so nobody waits on it */
 		while (wft_mutex_owner(v) == 0) {
 			/* acquire: pairs with the release CAS/store of the unlock */
 			if (wft_cas(&m->state, &v, v | id, acquire))
-				goto got;
+				goto acquired;
 		}
 		/* 2. Spin while that is worth it. */
 		if (!(v & WFT_MUTEX_HANDOFF) && try_spin(m, id, self))
-			goto got;
-		/* 3. Queue and park. */
-		now = wft_now();
+			goto acquired;
+		/* 3. Queue and park (or, in store mode, wait and retry). */
 		if (!inited) {
 			wft_swaiter_init(sw, id);
 			inited = true;
 		}
 		wft_slock_lock(&m->qlock);
-		/* relaxed: the CAS below decides; qlock orders a hand-off */
-		v = wft_load(&m->state, relaxed);
-		for (;;) {
-			if (woken && wft_mutex_owner(v) == id) {
-				/* acquire: the hand-off (I7) was made under qlock,
-				 * which we hold; the fence pairs with its release
-				 * store for the data it protects */
-				wft_fence(acquire);
-				unwoken_locked(m);
-				wft_slock_unlock(&m->qlock);
-				return 0;
-			}
-			if (wft_mutex_owner(v) == 0) {
-				/* acquire: as in step 1 */
-				if (wft_cas(&m->state, &v, v | id, acquire)) {
-					if (woken)
-						unwoken_locked(m);
-					wft_slock_unlock(&m->qlock);
-					return 0;
-				}
-				continue;
-			}
-			if (wft_unlikely(owner_dead(wft_mutex_owner(v)))) {
-				/* "Owner death": take it over, flags kept (our
-				 * unlock serves the queue). The CAS only elects
-				 * us; the dead owner's writes, as far as they
-				 * got, came with owner_dead's acquire load of its
-				 * TCB's join word (acquire kept here as cheap
-				 * insurance). Safe by I4: a dead owner never
-				 * unlocks, and we hold qlock. */
-				if (wft_cas(&m->state, &v, (v & WFT_MUTEX_FLAGS) | id, acquire)) {
-					if (woken)
-						unwoken_locked(m);
-					wft_slock_unlock(&m->qlock);
-					return EOWNERDEAD;
-				}
-				continue;
-			}
-			if (deadline != WEFT_TIME_INFINITE && now >= deadline) {
-				if (woken)
-					unwoken_locked(m);   /* I3: the owner's unlock wakes the next */
-				wft_slock_unlock(&m->qlock);
-				return ETIMEDOUT;
-			}
-			nv = v | WFT_MUTEX_WAITERS;
-			if (woken && now - sw->since >= WFT_MUTEX_STARVE_NS)
-				nv |= WFT_MUTEX_HANDOFF;
-			/* relaxed: the RMW itself is the synchronisation with the
-			 * owner's release CAS (lost-wakeup argument above); the
-			 * record is published by qunlock */
-			if (wft_cas(&m->state, &v, nv, relaxed))
-				break;
+		r = queue_locked(m, id, sw, woken, deadline, wft_now());
+		if (r >= 0) {
+			if (woken)
+				unwoken_locked(m);   /* I3 on ETIMEDOUT: the owner's unlock wakes the next */
+			woken = false;
+			wft_slock_unlock(&m->qlock);
+			if (r == ETIMEDOUT)
+				return r;
+			goto got;
+		}
+		if (r == Q_POLL) {
+			wft_slock_unlock(&m->qlock);
+			if ((r = poll_wait(self, deadline, &backoff)) != 0)
+				return r;
+			polled = true;
+			continue;
 		}
 		if (woken) {
 			/* back at the head, with its head time ("Head time");
@@ -580,25 +728,12 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 			wft_waitq_push_front(&m->q, sw);
 		} else {
 			/* "Head time": starts now if we are the head */
-			sw->since = wft_waitq_empty(&m->q) ? now : 0;
+			sw->since = wft_waitq_empty(&m->q) ? wft_now() : 0;
 			wft_waitq_push_back(&m->q, sw);
 		}
 		wft_slock_unlock(&m->qlock);
-		MSTAT(mutex_parks);
-
-		r = wft_waiter_wait(&sw->w, deadline);
-		if (r == ETIMEDOUT) {
-			wft_slock_lock(&m->qlock);
-			if (sw->queued) {
-				dequeue_locked(m, sw);
-				wft_slock_unlock(&m->qlock);
-				return ETIMEDOUT;
-			}
-			wft_slock_unlock(&m->qlock);
-			/* An unlocker unlinked us first: wait for its WOKEN store
-			 * (sync/wake_q.c I3), then take what it gave us. */
-			wft_waiter_wait(&sw->w, WEFT_TIME_INFINITE);
-		}
+		if ((r = park_queued(m, sw, deadline)) != 0)
+			return r;
 		if (sw->w.result == WFT_SW_HANDED)
 			return 0;        /* the unlocker stored our id (I4) */
 		/* COMPETE: we are m->woken now (the unlocker set it). */
@@ -606,13 +741,20 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		wft_waiter_init(&sw->w);
 		sw->w.result = 0;
 	}
-got:
+acquired:
+	r = 0;
 	if (woken) {
 		wft_slock_lock(&m->qlock);
 		unwoken_locked(m);
 		wft_slock_unlock(&m->qlock);
 	}
-	return 0;
+got:
+	/* We own m. Having waited in store mode, we leave it ("Unlock
+	 * mode"): safe for an owner, as no other owner can be mid-unlock.
+	 * relaxed: owners' data, ordered by the lock itself */
+	if (polled)
+		wft_store(&m->calm, 0, relaxed);
+	return r;
 }
 
 static int lock_common(weft_mutex_t *pm, weft_time_t deadline)
@@ -723,11 +865,15 @@ int wft_mutex_lock_id(struct wft_mutex *m, uintptr_t id, struct weft_thread *sel
 
 int wft_mutex_relock(struct wft_mutex *m, struct wft_swaiter *sw, struct weft_thread *self)
 {
-	if (sw->w.result == WFT_SW_HANDED)
+	int result = sw->w.result;
+
+	if (result == WFT_SW_HANDED)
 		return 0;
-	WFT_ASSERT(sw->w.result == WFT_SW_COMPETE);
+	WFT_ASSERT(result == WFT_SW_COMPETE || result == WFT_SW_RELOCK);
 	wft_waiter_init(&sw->w);
 	sw->w.result = 0;
+	if (result == WFT_SW_RELOCK)   /* not queued on m: lock it afresh */
+		return wft_mutex_lock_id(m, sw->id, self);
 	return lock_slow(m, sw->id, self, WEFT_TIME_INFINITE, sw, true, true);
 }
 
@@ -777,6 +923,9 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 		return EINVAL;
 	if (wft_mutex_owner(v) != id)
 		return EPERM;
+	/* someone waits: count calm unlocks from zero ("Unlock mode");
+	 * relaxed: owners' data, and we own m */
+	wft_store(&m->calm, 0, relaxed);
 	wft_slock_lock(&m->qlock);
 	/* relaxed: stable while we own m and hold qlock (I4) */
 	v = wft_load(&m->state, relaxed);
@@ -844,14 +993,60 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	return 0;
 }
 
+/*
+ * The owner has made WFT_MUTEX_CALM_UNLOCKS calm unlocks in a row: switch m
+ * to store mode unless someone waits or spins, else count again ("Unlock
+ * mode"). Context: any; the caller owns m. May park: no.
+ */
+__attribute__((noinline, cold))
+static void go_fast(struct wft_mutex *m, uintptr_t id)
+{
+	uint32_t c = 0;
+
+	if (wft_feat(FAST_UNLOCK)) {
+		wft_slock_lock(&m->qlock);
+		/* relaxed: under qlock, where waiters decide whether to queue
+		 * (queue_locked) and set flags; spinner is a hint */
+		if (wft_waitq_empty(&m->q) && !m->woken && !wft_load(&m->spinner, relaxed) &&
+		    wft_load(&m->state, relaxed) == id)
+			c = WFT_MUTEX_FAST;
+		/* relaxed: owners' data; the next owner acquires it with the
+		 * lock, and queue_locked reads it under qlock */
+		wft_store(&m->calm, c, relaxed);
+		wft_slock_unlock(&m->qlock);
+		return;
+	}
+	/* relaxed: owners' data */
+	wft_store(&m->calm, c, relaxed);
+}
+
 int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id)
 {
-	uintptr_t v = id;
+	/* relaxed: calm is written by owners only (and we own m, if v == id),
+	 * so we read the latest value; state holds only our id or a flagged
+	 * word while we own m (I4) */
+	uint32_t c = wft_load(&m->calm, relaxed);
+	uintptr_t v = wft_load(&m->state, relaxed);
 
-	/* release: publishes the critical section; pairs with the acquire CAS
-	 * of the next owner (lock_common, lock_slow, try_spin) */
-	if (wft_likely(wft_cas(&m->state, &v, 0, release)))
-		return 0;
+	if (wft_likely(v == id)) {
+		if (wft_likely(c == WFT_MUTEX_FAST)) {
+			/* release: publishes the critical section; pairs with
+			 * the acquire CAS of the next owner. A store is safe:
+			 * in store mode nobody sets a flag ("Unlock mode") */
+			wft_store(&m->state, 0, release);
+			return 0;
+		}
+		if (c + 1 < WFT_MUTEX_CALM_UNLOCKS)
+			/* relaxed: owners' data, ordered by the lock */
+			wft_store(&m->calm, c + 1, relaxed);
+		else
+			go_fast(m, id);
+		/* release: publishes the critical section; pairs with the
+		 * acquire CAS of the next owner (lock_common, lock_slow,
+		 * try_spin) */
+		if (wft_likely(wft_cas(&m->state, &v, 0, release)))
+			return 0;
+	}
 	return unlock_slow(m, id, v);
 }
 
@@ -874,6 +1069,34 @@ int weft_mutex_unlock(weft_mutex_t *pm)
 /* ---------------------------------------------------------------------- */
 /* Wait morphing (cond.c). */
 
+/*
+ * Wait morphing needs flags on m, which store mode forbids ("Unlock
+ * mode"). The signaller that owns m switches it back (safe for an owner);
+ * any other signaller wakes the records to lock m afresh (RELOCK), as a
+ * cond without wait morphing would. Returns true if the records went into
+ * wq. Locks: m->qlock (so the mode cannot change under us).
+ */
+static bool requeue_fast_locked(struct wft_mutex *m, struct wft_waitq *list, struct wft_wake_q *wq)
+{
+	struct weft_thread *self;
+	struct wft_swaiter *sw;
+
+	/* relaxed: owners' data; a switch to store mode is made under qlock */
+	if (wft_load(&m->calm, relaxed) != WFT_MUTEX_FAST)
+		return false;
+	/* relaxed: only the owner itself can make this true */
+	if (wft_mutex_owner(wft_load(&m->state, relaxed)) == wft_lock_self_id(&self)) {
+		/* relaxed: owners' data, and we own m */
+		wft_store(&m->calm, 0, relaxed);
+		return false;
+	}
+	while ((sw = wft_waitq_pop_front(list)) != NULL) {
+		sw->w.result = WFT_SW_RELOCK;
+		wft_wake_q_add(wq, &sw->w);
+	}
+	return true;
+}
+
 void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_wake_q *wq)
 {
 	struct wft_swaiter *sw;
@@ -882,6 +1105,11 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 
 	if (wft_waitq_empty(list))
 		return;
+	wft_slock_lock(&m->qlock);
+	if (requeue_fast_locked(m, list, wq)) {
+		wft_slock_unlock(&m->qlock);
+		return;
+	}
 	now = wft_now();
 	for (sw = wft_waitq_first(list); sw; sw = wft_waitq_next(sw)) {
 		/* sw->claim is already WFT_SW_CLAIMED ("on the mutex"): cond.c
@@ -890,7 +1118,6 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 		sw->since = 0;
 		sw->skips = 0;
 	}
-	wft_slock_lock(&m->qlock);
 	/* relaxed: acted on only through the CAS */
 	v = wft_load(&m->state, relaxed);
 	for (;;) {

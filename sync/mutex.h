@@ -82,11 +82,14 @@ static inline struct weft_thread *wft_lock_id_thread(uintptr_t id)
 
 struct wft_mutex {
 	_Atomic uintptr_t state;      /* owner id | WAITERS | HANDOFF */
+	_Atomic uint32_t calm;        /* unlock mode: a count of calm unlocks,
+	                               * or WFT_MUTEX_FAST (mutex.c "Unlock
+	                               * mode"); written by owners only */
 	struct wft_slock qlock;       /* q, woken, and every flag change */
 	_Atomic uint32_t spinner;     /* 1 while one thread spins on state */
+	_Atomic uint32_t os_spin_ns;  /* OS-thread spin estimate; a hint */
 	struct wft_waitq q;           /* FIFO of struct wft_swaiter; qlock */
 	struct wft_swaiter *woken;    /* the COMPETE waiter in flight; qlock */
-	_Atomic uint32_t os_spin_ns;  /* OS-thread spin estimate; a hint */
 };
 _Static_assert(sizeof(struct wft_mutex) <= sizeof(weft_mutex_t), "mutex fits its public type");
 _Static_assert(_Alignof(struct wft_mutex) <= _Alignof(weft_mutex_t), "mutex alignment");

@@ -71,6 +71,9 @@ enum {
 	WFT_SW_HANDED,        /* mutex: ownership was handed to us directly */
 	WFT_SW_COMPETE,       /* mutex: the lock was released; go and compete
 	                       * (we are the mutex's one "woken" waiter) */
+	WFT_SW_RELOCK,        /* mutex: a cond signal could not queue us on the
+	                       * mutex (store mode, mutex.c "Unlock mode"):
+	                       * lock it afresh */
 };
 
 /* sw->claim: who decides the fate of a queued record whose owner may time

@@ -15,9 +15,16 @@
  *            no spin while the owner is off CPU or the waiter's worker has
  *            other work: the waiter parks (mutex_parks)
  * timeout    timedlock expires, succeeds, and races unlocks consistently
+ * store_mode a mutex unlocked calmly switches to store mode (white box:
+ *            the calm word); in store mode EPERM, EBUSY, timeouts and
+ *            owner death behave as before; a waiter takes the lock and
+ *            switches it back; a cond signal from a non-owner still wakes;
+ *            no wakeup is lost when waiters arrive as the owner switches
  * os_thread  OS threads and weft threads waiting for each other
  */
 #include "tests/sync_common.h"
+
+#include "sync/mutex.h"
 
 /* ---------------------------------------------------------------------- */
 /* basic */
@@ -1303,6 +1310,298 @@ START_TEST(test_os_thread)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* store_mode (sync/mutex.c "Unlock mode") */
+
+#define SM_CALM 4096   /* WFT_MUTEX_CALM_UNLOCKS */
+
+static bool sm_fast(weft_mutex_t *m)
+{
+	return atomic_load(&wft_mutex_of(m)->calm) == UINT32_MAX;
+}
+
+/* Lock and unlock m calmly, one more time than the switch needs. */
+static void sm_calm(weft_mutex_t *m)
+{
+	for (int i = 0; i <= SM_CALM; i++) {
+		WT_CHECK(weft_mutex_lock(m) == 0);
+		WT_CHECK(weft_mutex_unlock(m) == 0);
+	}
+}
+
+struct sm {
+	weft_mutex_t m;
+	_Atomic int r_unlock, r_try, r_timed, r_lock;
+	_Atomic int locked;
+};
+
+static void sm_other_body(int idx, void *arg)
+{
+	struct sm *a = arg;
+
+	(void)idx;
+	atomic_store(&a->r_unlock, weft_mutex_unlock(&a->m));
+	atomic_store(&a->r_try, weft_mutex_trylock(&a->m));
+	atomic_store(&a->r_timed, weft_mutex_timedlock(&a->m, sc_ms(20)));
+}
+
+static void sm_waiter_body(int idx, void *arg)
+{
+	struct sm *a = arg;
+
+	(void)idx;
+	atomic_store(&a->r_lock, weft_mutex_timedlock(&a->m, sc_ms(10000)));
+	atomic_store(&a->locked, 1);
+	WT_CHECK(weft_mutex_unlock(&a->m) == 0);
+}
+
+/* The switch and back, and the error cases while in store mode, for a weft
+ * thread and an OS thread on the other side. */
+START_TEST(test_store_mode)
+{
+	struct sm *a = calloc(1, sizeof(*a));
+	struct sc_group g;
+
+	wt_init(1);
+	for (int os = 0; os < 2; os++) {
+		weft_mutex_init(&a->m);
+		ck_assert(!sm_fast(&a->m));
+		sm_calm(&a->m);
+		ck_assert(sm_fast(&a->m));
+		/* held in store mode: a non-owner's unlock is EPERM and leaves
+		 * it held; trylock EBUSY; timedlock times out (it polls) */
+		ck_assert_int_eq(weft_mutex_lock(&a->m), 0);
+		sc_run(!os, os, sm_other_body, a);
+		ck_assert_int_eq(atomic_load(&a->r_unlock), EPERM);
+		ck_assert_int_eq(atomic_load(&a->r_try), EBUSY);
+		ck_assert_int_eq(atomic_load(&a->r_timed), ETIMEDOUT);
+		ck_assert_int_eq(weft_mutex_lock(&a->m), EDEADLK);
+		ck_assert(sm_fast(&a->m));
+		/* a waiter gets it when the owner lets go, and leaves store
+		 * mode: its wait could not be queued */
+		atomic_store(&a->locked, 0);
+		sc_start(&g, !os, os, sm_waiter_body, a);
+		sc_sleep_ms(5);
+		ck_assert_int_eq(atomic_load(&a->locked), 0);
+		ck_assert_int_eq(weft_mutex_unlock(&a->m), 0);
+		sc_join(&g);
+		ck_assert_int_eq(atomic_load(&a->r_lock), 0);
+		ck_assert(!sm_fast(&a->m));
+		ck_assert_int_eq(weft_mutex_unlock(&a->m), EPERM);
+		ck_assert_int_eq(weft_mutex_destroy(&a->m), 0);
+		ck_assert_int_eq(weft_mutex_unlock(&a->m), EINVAL);
+	}
+	wt_assert_no_failure();
+	wt_shutdown();
+	/* the switch is a feature: off, the mutex never enters store mode */
+	wt_init_features(1, "NO_FAST_UNLOCK");
+	weft_mutex_init(&a->m);
+	sm_calm(&a->m);
+	ck_assert(!sm_fast(&a->m));
+	wt_shutdown();
+	free(a);
+}
+END_TEST
+
+/* An owner that exits holding a store-mode mutex: the next locker takes
+ * it over (EOWNERDEAD) instead of polling for ever. */
+static void sm_die_body(int idx, void *arg)
+{
+	struct sm *a = arg;
+
+	(void)idx;
+	sm_calm(&a->m);
+	WT_CHECK(sm_fast(&a->m));
+	WT_CHECK(weft_mutex_lock(&a->m) == 0);
+}
+
+START_TEST(test_store_mode_owner_exit)
+{
+	struct sm *a = calloc(1, sizeof(*a));
+
+	wt_init(1);
+	weft_mutex_init(&a->m);
+	sc_run(1, 0, sm_die_body, a);
+	wt_assert_no_failure();
+	ck_assert_int_eq(weft_mutex_timedlock(&a->m, sc_ms(5000)), EOWNERDEAD);
+	ck_assert_int_eq(weft_mutex_unlock(&a->m), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&a->m), 0);
+	wt_shutdown();
+	free(a);
+}
+END_TEST
+
+/* A cond signal from a thread that does not hold the mutex, while the
+ * mutex is in store mode: the waiter cannot be queued on the mutex and is
+ * woken to lock it afresh. Every round's flag must be seen (a lost wakeup
+ * shows as a timed-out wait). */
+struct smc {
+	weft_mutex_t m;
+	weft_cond_t c;
+	int flag;                 /* m */
+	_Atomic int rounds_fast;  /* signals sent with m in store mode */
+	_Atomic int ready;
+};
+
+enum { SMC_ROUNDS = 40 };
+
+static void smc_waiter(int idx, void *arg)
+{
+	struct smc *s = arg;
+
+	(void)idx;
+	for (int i = 0; i < SMC_ROUNDS; i++) {
+		WT_CHECK(weft_mutex_lock(&s->m) == 0);
+		atomic_store(&s->ready, 1);
+		while (s->flag == 0) {
+			int rc = weft_cond_timedwait(&s->c, &s->m, sc_ms(10000));
+
+			WT_CHECK(rc == 0);
+			if (rc)
+				break;
+		}
+		s->flag = 0;
+		WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	}
+}
+
+static void smc_signaller(int idx, void *arg)
+{
+	struct smc *s = arg;
+
+	(void)idx;
+	for (int i = 0; i < SMC_ROUNDS; i++) {
+		while (!atomic_load(&s->ready))
+			weft_yield();
+		atomic_store(&s->ready, 0);
+		/* the waiter is in (or about to enter) its wait, not holding m */
+		sm_calm(&s->m);
+		WT_CHECK(weft_mutex_lock(&s->m) == 0);
+		s->flag = 1;
+		WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+		if (sm_fast(&s->m))
+			atomic_fetch_add(&s->rounds_fast, 1);
+		WT_CHECK(weft_cond_signal(&s->c) == 0);
+	}
+}
+
+static void smc_body(int idx, void *arg)
+{
+	(idx == 0 ? smc_waiter : smc_signaller)(idx, arg);
+}
+
+START_TEST(test_store_mode_cond)
+{
+	struct smc *s = calloc(1, sizeof(*s));
+
+	wt_init(_i);
+	weft_mutex_init(&s->m);
+	weft_cond_init(&s->c);
+	/* weft waiter, weft signaller; then weft waiter, OS signaller */
+	sc_run(2, 0, smc_body, s);
+	sc_run(1, 1, smc_body, s);
+	wt_assert_no_failure();
+	printf("store_mode_cond[%s]: %d of %d signals with the mutex in store mode\n",
+	       wt_configs[_i].name, atomic_load(&s->rounds_fast), 2 * SMC_ROUNDS);
+	ck_assert_int_gt(atomic_load(&s->rounds_fast), 0);
+	ck_assert_int_eq(weft_cond_destroy(&s->c), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
+	wt_shutdown();
+	free(s);
+}
+END_TEST
+
+/* Waiters arriving while the owner switches: rounds of a calm phase (one
+ * thread, into store mode) and a contended phase (weft and OS threads,
+ * owner spinning off, so waiters park or poll), exact counts, and every
+ * lock a timed one: a waiter left parked by an unlock that did not look
+ * for it times out (10 s) and fails the test. Seeded; 1 s per config. */
+struct smr {
+	weft_mutex_t m;
+	long counter;             /* m */
+	_Atomic int inside;
+	_Atomic long ops;
+	_Atomic int phase;        /* round number; odd: contended */
+	_Atomic int arrived;
+	int nthreads;
+	weft_time_t end;
+	uint64_t seed;
+};
+
+static void smr_body(int idx, void *arg)
+{
+	struct smr *r = arg;
+	uint64_t rng = r->seed * (idx + 1) + 1;
+
+	for (int round = 1;; round += 2) {
+		while (atomic_load(&r->phase) < round)
+			if (atomic_load(&r->phase) < 0)
+				return;
+			else if (idx < r->nthreads / 2)
+				weft_yield();
+			else
+				sched_yield();
+		for (int i = 0; i < 50; i++) {
+			int rc = weft_mutex_timedlock(&r->m, sc_ms(10000));
+
+			WT_CHECK(rc == 0);
+			if (rc)
+				return;
+			WT_CHECK(atomic_fetch_add(&r->inside, 1) == 0);
+			r->counter++;
+			sc_spin_ns(wt_rand(&rng) % 3000);
+			WT_CHECK(atomic_fetch_sub(&r->inside, 1) == 1);
+			WT_CHECK(weft_mutex_unlock(&r->m) == 0);
+			atomic_fetch_add(&r->ops, 1);
+		}
+		atomic_fetch_add(&r->arrived, 1);
+	}
+}
+
+START_TEST(test_store_mode_race)
+{
+	struct smr *r = calloc(1, sizeof(*r));
+	struct sc_group g;
+	int rounds = 0, fast = 0;
+
+	wt_init_features(wt_configs[_i].workers, "NO_OWNER_SPIN");
+	weft_mutex_init(&r->m);
+	r->seed = wt_seed();
+	r->nthreads = 6;
+	sc_start(&g, 3, 3, smr_body, r);
+	r->end = sc_ms(1000);
+	while (weft_now_ns() < r->end) {
+		/* calm: into store mode */
+		for (int i = 0; i <= SM_CALM; i++) {
+			ck_assert_int_eq(weft_mutex_lock(&r->m), 0);
+			r->counter++;
+			ck_assert_int_eq(weft_mutex_unlock(&r->m), 0);
+		}
+		fast += sm_fast(&r->m);
+		/* contended: release the threads while we hold the lock */
+		ck_assert_int_eq(weft_mutex_lock(&r->m), 0);
+		atomic_store(&r->arrived, 0);
+		atomic_store(&r->phase, 2 * rounds + 1);
+		sc_spin_ns(20000);
+		ck_assert_int_eq(weft_mutex_unlock(&r->m), 0);
+		while (atomic_load(&r->arrived) < r->nthreads)
+			sched_yield();
+		atomic_store(&r->phase, 2 * rounds + 2);
+		rounds++;
+	}
+	atomic_store(&r->phase, -1);
+	sc_join(&g);
+	wt_assert_no_failure();
+	printf("store_mode_race[%s]: seed=%llu rounds=%d (store mode reached in %d)\n",
+	       wt_configs[_i].name, (unsigned long long)r->seed, rounds, fast);
+	ck_assert_int_gt(fast, 0);
+	ck_assert_int_eq(r->counter, atomic_load(&r->ops) + (long)rounds * (SM_CALM + 1));
+	ck_assert_int_eq(weft_mutex_destroy(&r->m), 0);
+	wt_shutdown();
+	free(r);
+}
+END_TEST
+
 /* Without a running runtime, OS threads still get a working mutex. */
 START_TEST(test_os_thread_no_runtime)
 {
@@ -1357,6 +1656,12 @@ static Suite *mutex_suite(void)
 	tc = wt_tcase(s, "timeout", 20);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
+
+	tc = wt_tcase(s, "store_mode", 60);
+	tcase_add_test(tc, test_store_mode);
+	tcase_add_test(tc, test_store_mode_owner_exit);
+	tcase_add_loop_test(tc, test_store_mode_cond, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, test_store_mode_race, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "os_thread", 20);
 	tcase_add_loop_test(tc, test_os_thread, 0, wt_nconfigs);
