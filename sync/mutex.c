@@ -157,9 +157,11 @@
  * Unlock mode ("Unlock mode")
  *   A CAS costs about as much as the rest of an uncontended lock+unlock, so
  *   a mutex that nobody waits for releases with a plain store. m->calm says
- *   which: a count of consecutive calm unlocks (CAS mode), or
- *   WFT_MUTEX_FAST (store mode). It is written only by the thread that owns
- *   m (so every owner reads the latest value, ordered by the lock itself).
+ *   which: a count of consecutive calm unlocks (CAS mode), WFT_MUTEX_FAST
+ *   (store mode), or WFT_MUTEX_FAST_LEAVE (store mode, and a waiter asks
+ *   the next owner to leave it). It is written by the thread that owns m
+ *   (so every owner reads the latest value, ordered by the lock itself),
+ *   except for one CAS FAST -> FAST_LEAVE by a waiter, under qlock.
  *   - CAS mode: unlock counts (a calm unlock found the word equal to its
  *     id, no flag); the WFT_MUTEX_CALM_UNLOCKS-th calm unlock calls go_fast,
  *     which under qlock switches to store mode if the queue is empty, no
@@ -167,12 +169,20 @@
  *     counts from 0 again. unlock_slow (flags seen) counts from 0 too.
  *   - Store mode: unlock loads the word; if it is exactly our id it stores
  *     0 (release), otherwise it takes the CAS path (EPERM, or flags).
- *   - Leaving store mode: only an owner does it, by storing 0 to calm: the
+ *   - Leaving store mode: only an owner does it, by storing 0 to calm: an
+ *     owner whose unlock finds FAST_LEAVE (it then releases by CAS); the
  *     waiter that found m in store mode under qlock (queue_locked) and so
  *     polled instead of queueing, once it has the lock (lock_slow "got");
  *     and a cond signaller that owns m (requeue_fast_locked). A signaller
  *     that does not own m wakes the cond's waiters to lock m afresh
  *     (WFT_SW_RELOCK) instead of queueing them.
+ *   - The waiter that finds store mode asks to leave it (queue_locked: CAS
+ *     calm FAST -> FAST_LEAVE; a failed CAS means an owner left already).
+ *     Without that, an owner that relocks at once keeps m in store mode
+ *     and a poller, which sees the word free only by luck, is passed over
+ *     for good (tests/check_mutex.c store_mode_starve timed out after 1 s).
+ *     With it, the next unlock leaves store mode, the poller's next poll
+ *     queues, and the queue's 1 ms hand-off rule (I5, I7) bounds the rest.
  *
  *   The race it must survive: a waiter setting WAITERS on an owner that
  *   then overwrites the word with a plain store 0 (the flag is lost and
@@ -181,15 +191,24 @@
  *   cond requeue, unlock_slow by the owner), each after reading calm under
  *   qlock and finding CAS mode; the switch to store mode is made under
  *   qlock and only when the word holds no flag; and calm leaves store mode
- *   only by an owner's store, so an owner that read WFT_MUTEX_FAST at its
- *   unlock is in store mode for its whole ownership: no waiter can find
- *   CAS mode under qlock between that owner's acquisition and its store
- *   (the waiter's qlock section is either before go_fast's, and go_fast
- *   then sees its flag or record and stays in CAS mode, or after it, and
- *   reads FAST; and no one but the owner writes calm meanwhile). In store
- *   mode the word is therefore always 0 or an owner id, and a store of 0 by
- *   the owner is the same as its CAS. Trylock, spinners, barging and the
- *   owner-death takeover need no flag and work in both modes.
+ *   only by an owner's store (a waiter's FAST -> FAST_LEAVE keeps it in
+ *   store mode), so an owner that read WFT_MUTEX_FAST at its unlock is in
+ *   store mode for its whole ownership: no waiter can find CAS mode under
+ *   qlock between that owner's acquisition and its store (the waiter's
+ *   qlock section is either before go_fast's, and go_fast then sees its
+ *   flag or record and stays in CAS mode, or after it, and reads a store
+ *   mode value; and no one but the owner takes calm out of store mode
+ *   meanwhile). In store mode the word is therefore always 0 or an owner
+ *   id, and a store of 0 by the owner is the same as its CAS. An owner
+ *   that read FAST_LEAVE (or raced the waiter's CAS and read FAST: it
+ *   releases by store once more, and the next owner leaves) stores calm 0
+ *   before its release CAS; a waiter that reads that 0 under qlock sets
+ *   WAITERS by an RMW of the word, which the owner's CAS then sees (the
+ *   lost-wakeup argument above). The waiter's CAS on calm expects FAST
+ *   exactly, so it never lands on a count or on 0 (an owner's store of 0
+ *   comes first in calm's modification order or makes the CAS fail).
+ *   Trylock, spinners, barging and the owner-death takeover need no flag
+ *   and work in both modes.
  *   The unlock never touches m after its store (a mutex may be destroyed
  *   and freed by the next owner as soon as it is released).
  *   Cost: store mode makes the first waiter after a quiet period poll
@@ -329,6 +348,12 @@
  * for ~20 us of polling. */
 #define WFT_MUTEX_CALM_UNLOCKS 4096
 #define WFT_MUTEX_FAST UINT32_MAX
+#define WFT_MUTEX_FAST_LEAVE (UINT32_MAX - 1)
+
+static bool store_mode(uint32_t calm)
+{
+	return calm >= WFT_MUTEX_FAST_LEAVE;
+}
 
 /* Poll back-off of a waiter that cannot queue (store mode): from a couple
  * of microseconds (a short critical section ends within it) to a bound that
@@ -566,6 +591,7 @@ static int queue_locked(struct wft_mutex *m, uintptr_t id, struct wft_swaiter *s
 {
 	/* relaxed: the CAS below decides; qlock orders a hand-off */
 	uintptr_t v = wft_load(&m->state, relaxed), nv;
+	uint32_t c;
 
 	for (;;) {
 		if (woken && wft_mutex_owner(v) == id) {
@@ -594,11 +620,16 @@ static int queue_locked(struct wft_mutex *m, uintptr_t id, struct wft_swaiter *s
 		}
 		if (deadline != WEFT_TIME_INFINITE && now >= deadline)
 			return ETIMEDOUT;
-		/* relaxed: calm is written by owners only, and a switch to
-		 * store mode is made under qlock, which we hold ("Unlock
-		 * mode"); a woken waiter keeps m out of store mode */
-		if (wft_load(&m->calm, relaxed) == WFT_MUTEX_FAST) {
+		/* relaxed: a switch to store mode is made under qlock, which
+		 * we hold, and only an owner leaves it ("Unlock mode"); a
+		 * woken waiter keeps m out of store mode */
+		c = wft_load(&m->calm, relaxed);
+		if (store_mode(c)) {
 			WFT_ASSERT(!woken);
+			/* ask the next owner to leave store mode; relaxed: a
+			 * request only, and a failure means an owner left */
+			if (c == WFT_MUTEX_FAST)
+				wft_cas(&m->calm, &c, WFT_MUTEX_FAST_LEAVE, relaxed);
 			return Q_POLL;
 		}
 		nv = v | WFT_MUTEX_WAITERS;
@@ -1022,9 +1053,10 @@ static void go_fast(struct wft_mutex *m, uintptr_t id)
 
 int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id)
 {
-	/* relaxed: calm is written by owners only (and we own m, if v == id),
-	 * so we read the latest value; state holds only our id or a flagged
-	 * word while we own m (I4) */
+	/* relaxed: calm is written by owners (and we own m, if v == id), so
+	 * we read the latest value, or FAST where a waiter's CAS has just made
+	 * it FAST_LEAVE (one more store-mode unlock; "Unlock mode"); state
+	 * holds only our id or a flagged word while we own m (I4) */
 	uint32_t c = wft_load(&m->calm, relaxed);
 	uintptr_t v = wft_load(&m->state, relaxed);
 
@@ -1036,7 +1068,11 @@ int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id)
 			wft_store(&m->state, 0, release);
 			return 0;
 		}
-		if (c + 1 < WFT_MUTEX_CALM_UNLOCKS)
+		if (c == WFT_MUTEX_FAST_LEAVE)
+			/* a waiter polls: leave store mode, then release by
+			 * CAS ("Unlock mode"); relaxed: as below */
+			wft_store(&m->calm, 0, relaxed);
+		else if (c + 1 < WFT_MUTEX_CALM_UNLOCKS)
 			/* relaxed: owners' data, ordered by the lock */
 			wft_store(&m->calm, c + 1, relaxed);
 		else
@@ -1081,8 +1117,8 @@ static bool requeue_fast_locked(struct wft_mutex *m, struct wft_waitq *list, str
 	struct weft_thread *self;
 	struct wft_swaiter *sw;
 
-	/* relaxed: owners' data; a switch to store mode is made under qlock */
-	if (wft_load(&m->calm, relaxed) != WFT_MUTEX_FAST)
+	/* relaxed: a switch to store mode is made under qlock */
+	if (!store_mode(wft_load(&m->calm, relaxed)))
 		return false;
 	/* relaxed: only the owner itself can make this true */
 	if (wft_mutex_owner(wft_load(&m->state, relaxed)) == wft_lock_self_id(&self)) {

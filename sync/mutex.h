@@ -83,8 +83,9 @@ static inline struct weft_thread *wft_lock_id_thread(uintptr_t id)
 struct wft_mutex {
 	_Atomic uintptr_t state;      /* owner id | WAITERS | HANDOFF */
 	_Atomic uint32_t calm;        /* unlock mode: a count of calm unlocks,
-	                               * or WFT_MUTEX_FAST (mutex.c "Unlock
-	                               * mode"); written by owners only */
+	                               * or store mode (mutex.c "Unlock
+	                               * mode"); written by owners, except a
+	                               * waiter's request to leave store mode */
 	struct wft_slock qlock;       /* q, woken, and every flag change */
 	_Atomic uint32_t spinner;     /* 1 while one thread spins on state */
 	_Atomic uint32_t os_spin_ns;  /* OS-thread spin estimate; a hint */

@@ -1317,7 +1317,8 @@ END_TEST
 
 static bool sm_fast(weft_mutex_t *m)
 {
-	return atomic_load(&wft_mutex_of(m)->calm) == UINT32_MAX;
+	/* WFT_MUTEX_FAST, or FAST_LEAVE (a waiter asked to leave it) */
+	return atomic_load(&wft_mutex_of(m)->calm) >= UINT32_MAX - 1;
 }
 
 /* Lock and unlock m calmly, one more time than the switch needs. */
@@ -1511,6 +1512,80 @@ START_TEST(test_store_mode_cond)
 }
 END_TEST
 
+/* A waiter that finds m in store mode may not be passed over for good: an
+ * OS-thread owner holds m almost all the time (20 us holds, relocking at
+ * once), so a waiter that only polls the free word nearly never sees it
+ * free. Its poll asks the next owner to leave store mode; then it queues,
+ * and the 1 ms hand-off rule serves it. Owner spinning is off, so the
+ * waiter cannot win by spinning on the release either. */
+struct sms {
+	weft_mutex_t m;
+	_Atomic int stop;
+	_Atomic long holds;
+	_Atomic int r_lock;
+	_Atomic uint64_t waited_ns;
+};
+
+static void sms_body(int idx, void *arg)
+{
+	struct sms *s = arg;
+	weft_time_t t0;
+
+	if (idx == 1) {          /* the hog (an OS thread) */
+		while (!atomic_load(&s->stop)) {
+			WT_CHECK(weft_mutex_lock(&s->m) == 0);
+			sc_spin_ns(20000);
+			atomic_fetch_add(&s->holds, 1);
+			WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+		}
+		return;
+	}
+	/* the waiter: arrives once the hog is busy with m in store mode */
+	while (atomic_load(&s->holds) < 10)
+		sc_sleep_ms(1);
+	WT_CHECK(sm_fast(&s->m));
+	t0 = weft_now_ns();
+	atomic_store(&s->r_lock, weft_mutex_timedlock(&s->m, sc_ms(1000)));
+	atomic_store(&s->waited_ns, weft_now_ns() - t0);
+	if (atomic_load(&s->r_lock) == 0)
+		WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	atomic_store(&s->stop, 1);
+}
+
+START_TEST(test_store_mode_starve)
+{
+	struct sms *s = calloc(1, sizeof(*s));
+	struct sc_group g;
+
+	wt_init_features(2, "NO_OWNER_SPIN");
+	weft_mutex_init(&s->m);
+	/* the hog alone makes m calm enough for store mode first */
+	for (int i = 0; i <= SM_CALM; i++) {
+		ck_assert_int_eq(weft_mutex_lock(&s->m), 0);
+		ck_assert_int_eq(weft_mutex_unlock(&s->m), 0);
+	}
+	ck_assert(sm_fast(&s->m));
+	/* _i == 0: a weft waiter; 1: an OS-thread waiter */
+	if (_i == 0)
+		sc_start(&g, 1, 1, sms_body, s);
+	else
+		sc_start(&g, 0, 2, sms_body, s);
+	sc_join(&g);
+	wt_assert_no_failure();
+	printf("store_mode_starve[%s waiter]: rc=%d after %.2f ms, %ld holds by the hog\n",
+	       _i == 0 ? "weft" : "OS", atomic_load(&s->r_lock),
+	       atomic_load(&s->waited_ns) / 1e6, atomic_load(&s->holds));
+	fflush(stdout);
+	ck_assert_int_eq(atomic_load(&s->r_lock), 0);
+	/* one hold, the poll, then the queue's 1 ms rule: a few ms; 200 ms
+	 * leaves room for a loaded machine and the sanitizers */
+	ck_assert_uint_lt(atomic_load(&s->waited_ns), 200000000u);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
+	wt_shutdown();
+	free(s);
+}
+END_TEST
+
 /* Waiters arriving while the owner switches: rounds of a calm phase (one
  * thread, into store mode) and a contended phase (weft and OS threads,
  * owner spinning off, so waiters park or poll), exact counts, and every
@@ -1660,6 +1735,7 @@ static Suite *mutex_suite(void)
 	tc = wt_tcase(s, "store_mode", 60);
 	tcase_add_test(tc, test_store_mode);
 	tcase_add_test(tc, test_store_mode_owner_exit);
+	tcase_add_loop_test(tc, test_store_mode_starve, 0, 2);
 	tcase_add_loop_test(tc, test_store_mode_cond, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_store_mode_race, 0, wt_nconfigs);
 
