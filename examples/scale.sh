@@ -24,8 +24,10 @@
 # in the binaries themselves.
 #
 # Environment:
-#   SCALE_WORKERS  worker counts (default "1 2 4 8 16 32 64"); the machine's
-#                  CPU count is added when it is larger than all of them
+#   SCALE_WORKERS  worker counts (default "1 2 4 8 16 32 64", or "2 16 64"
+#                  with BENCH_QUICK=1, make bench's short version); the
+#                  machine's CPU count is added when it is larger than all
+#                  of them
 #   REPEAT         runs per point (default 1). The runs alternate (every
 #                  point once, then every point again, ...) and the table
 #                  shows the median of each column
@@ -51,7 +53,11 @@
 set -u
 
 bindir=${SCALE_BIN:-$(cd "$(dirname "$0")" && pwd)}
-workers=${SCALE_WORKERS:-"1 2 4 8 16 32 64"}
+if [ "${BENCH_QUICK:-0}" != 0 ]; then
+	workers=${SCALE_WORKERS:-"2 16 64"}
+else
+	workers=${SCALE_WORKERS:-"1 2 4 8 16 32 64"}
+fi
 repeat=${REPEAT:-1}
 benches=${SCALE_BENCH:-"sembench sembench-u dispatcher hackbench-chan hackbench-pipe fib pingpong"}
 tmo=${SCALE_TIMEOUT:-120}
