@@ -65,6 +65,7 @@
  */
 #include "runtime/wft.h"
 #include "runtime/topology.h"
+#include "runtime/uring.h"
 
 #include <time.h>
 

@@ -330,7 +330,7 @@ long wft_live_threads(void)
 {
 	long born, dead = 0;
 
-	/* acquire loads, deaths first: see wft_count_birth() in wft.h */
+	/* acquire loads, deaths first: see wft_count_birth() in worker.h */
 	for (int i = 0; i < wft_rt.nworkers; i++)
 		dead += atomic_load_explicit(&wft_rt.workers[i]->ndead, memory_order_acquire);
 	born = atomic_load_explicit(&wft_rt.os_born, memory_order_acquire);
@@ -339,7 +339,7 @@ long wft_live_threads(void)
 	return born - dead;
 }
 
-/* The slow half of wft_count_death (wft.h): shutdown is waiting. */
+/* The slow half of wft_count_death (worker.h): shutdown is waiting. */
 void wft_count_death_quiescing(void)
 {
 	/* release: pairs with the futex re-check in weft_shutdown */

@@ -6,7 +6,7 @@
  * creation to reuse, the join protocol and the park protocol.
  *
  * Objects and states: a TCB's run state (enum wft_tstate) and join state
- * (WFT_J_*), both documented in runtime/wft.h.
+ * (WFT_J_*), both documented in runtime/thread.h.
  *
  * Invariants:
  *   I1 TCB memory is type-stable: TCBs come from slabs that are never freed
@@ -48,7 +48,7 @@
  * returns are allowed by the API).
  *
  * Join protocol (t->jstate, one word: the joiner's address, or a state code
- * with the TCB's generation t->seq, WFT_JS(code, gen) in wft.h):
+ * with the TCB's generation t->seq, WFT_JS(code, gen) in thread.h):
  *   joiner: takes the generation from its first load; every later CAS
  *           expects it, so none can act on the TCB once it is freed and
  *           reused (a handle already reused at the first load is a
@@ -104,20 +104,20 @@
 /* Per-worker TCB cache bound: twice the slab churn of a spawn burst. */
 #define TCB_CACHE_MAX 512
 
-/* The two hot lines of a TCB (see struct weft_thread in wft.h). */
+/* The two hot lines of a TCB (see struct weft_thread in thread.h). */
 _Static_assert(offsetof(struct weft_thread, link) % WFT_CACHELINE == 0,
 	       "the wakers' line of the TCB starts a cache line");
 #if UINTPTR_MAX == 0xffffffffffffffffu
 _Static_assert(offsetof(struct weft_thread, worker) + sizeof(void *) <=
 		       offsetof(struct weft_thread, link) + WFT_CACHELINE &&
 	       offsetof(struct weft_thread, state) > offsetof(struct weft_thread, link),
-	       "a remote wake touches one TCB line (wft.h)");
+	       "a remote wake touches one TCB line (thread.h)");
 #endif
 #if defined(WFT_CTX_X86_64)
 _Static_assert(offsetof(struct weft_thread, link) == 64, "TCB line 1 starts at link");
 _Static_assert(offsetof(struct weft_thread, fpenv) == 128, "TCB lines 0-1 hold the switch path");
 _Static_assert(offsetof(struct weft_thread, state) >= 64 && offsetof(struct weft_thread, worker) < 128,
-	       "a remote wake touches one TCB line (wft.h)");
+	       "a remote wake touches one TCB line (thread.h)");
 #endif
 
 struct tcb_slab {

@@ -5,7 +5,7 @@
  * the next, the next slot, and the order in which a worker looks for work.
  * docs/design.md "Scheduling loop" has the picture.
  *
- * Objects: struct wft_worker (runtime/wft.h). w->current is the running
+ * Objects: struct wft_worker (runtime/worker.h). w->current is the running
  * thread (NULL while the scheduler loop runs on the worker's OS stack,
  * w->sched_ctx). Switches go directly from thread to thread; the scheduler
  * loop only runs when a worker has nothing to do.
@@ -55,7 +55,7 @@
  * owner's exchange comes first in the slot's modification order (the
  * thief's CAS then fails: the value is no longer t) or the thief's CAS does
  * (the owner's exchange then returns NULL and it picks from the runqueue).
- * The slot value carries a pinned tag (wft.h WFT_NEXT_PINNED): a thief
+ * The slot value carries a pinned tag (worker.h WFT_NEXT_PINNED): a thief
  * skips pinned threads without reading the TCB, and its CAS on a TCB
  * reused meanwhile by a pinned thread fails.
  * The cost is one locked exchange per next-slot pick (not per switch).
@@ -75,6 +75,7 @@
 #include "runtime/wft.h"
 #include "runtime/diag.h"
 #include "runtime/sanitizer.h"
+#include "runtime/uring.h"
 
 #include <sched.h>
 #include <stdlib.h>
