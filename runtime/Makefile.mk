@@ -20,6 +20,7 @@ libweft_la_SOURCES += \
 	runtime/segv.c \
 	runtime/stack.c \
 	runtime/stats.c \
+	runtime/tcb.c \
 	runtime/thread.c \
 	runtime/timer.c \
 	runtime/topology.c \

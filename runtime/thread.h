@@ -67,7 +67,7 @@ struct weft_thread {
 	int started;                      /* has a stack and ran once; owner worker */
 	bool free_on_exit;                /* detached at exit: the switch-out frees it */
 	bool keep_stack;                  /* at exit: a weft thread frees the TCB at once, so
-	                                   * the stack stays with it (see thread.c "Stacks
+	                                   * the stack stays with it (see tcb.c "Stacks
 	                                   * that stay with their TCB") */
 	bool stack_wait;                  /* counted in wft_stack_waiters (worker.c
 	                                   * prepare_slow); the worker running it */

@@ -215,7 +215,7 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 		maybe_wake_idle(w, true, 0);
 }
 
-/* The rare half of stack_offer: the stacks that cached TCBs keep (thread.c
+/* The rare half of stack_offer: the stacks that cached TCBs keep (tcb.c
  * "Stacks that stay with their TCB") go to the stack cache first, then
  * the cache to the pool. */
 static __attribute__((noinline)) void stack_offer_slow(struct wft_worker *w)
@@ -344,7 +344,7 @@ static __attribute__((noinline)) bool finish_switch_slow(struct wft_worker *w,
 		 * worker finishing this switch needs nothing shutdown frees */
 		wft_count_death(w);
 		/* keep_stack: written by prev itself before its exit switch, on
-		 * this OS thread (see thread.c "Stacks that stay with their TCB") */
+		 * this OS thread (see tcb.c "Stacks that stay with their TCB") */
 		if (!prev->keep_stack)
 			wft_stack_release(w, prev);
 		/* TSan: the fiber dies with the run (see runtime/sanitizer.h);
@@ -465,7 +465,7 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 	return true;
 }
 
-/* The common first run reuses the stack its TCB kept (thread.c "Stacks
+/* The common first run reuses the stack its TCB kept (tcb.c "Stacks
  * that stay with their TCB"): only the context is made. */
 static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
 							  struct weft_thread *next)
