@@ -5,7 +5,7 @@
  * -------------------
  * The channel object: a ring buffer of fixed-size elements, two wait queues
  * (blocked senders, blocked receivers), a closed flag, and the internal lock
- * that protects all of them (struct wft_slock of sync/waitq.h, the lock of
+ * that protects all of them (struct wft_slock of sync/slock.h, the lock of
  * every sync object: a bounded spin, then a futex sleep). And select: one waiter queued on several
  * channels at once, completed by exactly one of them. Parking itself (weft
  * thread or OS thread, deadlines) is runtime/waiter.c's struct wft_waiter.
