@@ -7,6 +7,7 @@ libweft_la_SOURCES += \
 	runtime/drain.c \
 	runtime/dump.c \
 	runtime/env.c \
+	runtime/fault.c \
 	runtime/features.c \
 	runtime/futex.c \
 	runtime/gang.c \
