@@ -231,57 +231,37 @@ static struct wft_worker *spawn_target(struct wft_worker *w, int pin)
 	return wft_rt.workers[i % (unsigned)wft_rt.nworkers];
 }
 
-/*
- * Spawn. The common call (no attributes, from a weft thread, runtime
- * running) is kept short: it is half of spawn+join, the fib benchmark's
- * whole cost. Every TCB field a previous life may have changed is reset
- * here; the ones its free already reset (specific, nspecific, jstate) and
- * the ones only a running thread sets are not.
- */
-int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+/* A TCB for a new thread with a stack of ss bytes and guard: a cached
+ * TCB keeps its last stack if it fits. NULL (EAGAIN) if there is no
+ * memory, or if the thread would need a new stack while threads wait for
+ * one. Context: weft_spawn (w: the caller's worker or NULL). */
+static inline struct weft_thread *spawn_tcb(struct wft_worker *w, size_t ss, int guard)
 {
-	struct wft_worker *w;
-	struct weft_thread *t;
-	size_t ss;
-	int guard, pin, detached, rc;
+	struct weft_thread *t = wft_tcb_alloc(w);
 
-	if (!fn)
-		return EINVAL;
-	if (wft_in_forked_child())
-		return ENOTSUP;
-	/* From a weft thread the runtime is running (weft_shutdown waits for
-	 * every weft thread and refuses to run in one), so the state check of
-	 * spawn_check() is only needed from OS threads. */
-	w = wft_worker_self();
-	if (wft_likely(!attr && w)) {
-		spawn_defaults(&ss, &guard, &pin, &detached);
-	} else {
-		/* a gang in the attribute (weft_attr_setgang): the gang spawns
-		 * the member, with a copy of attr whose gang is cleared, so
-		 * this recursion ends (runtime/gang.c) */
-		if (wft_unlikely(attr && attr->reserved[0]))
-			return wft_gang_spawn_attr(out, fn, arg, attr);
-		rc = spawn_check(attr, &ss, &guard, &pin, &detached);
-		if (rc)
-			return rc;
-	}
-	if (!detached && !out)
-		return EINVAL;
-	t = wft_tcb_alloc(w);
 	if (!t)
-		return EAGAIN;
+		return NULL;
 	/* A cached TCB may keep its last stack; it serves if it fits */
 	if (!t->stack || t->stack_size != ss || t->guard != guard) {
 		/* relaxed: a gate, not a synchronisation (worker.c "Stack
 		 * shortage") */
 		if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters.n, memory_order_relaxed) > 0)) {
 			wft_tcb_release(w, t);
-			return EAGAIN;
+			return NULL;
 		}
 		if (t->stack)
 			wft_stack_release(w, t);   /* only cached TCBs hold one: w is set */
 	}
+	return t;
+}
 
+/* Start t's new life: every TCB field a previous life may have changed is
+ * reset here; the ones its free already reset (specific, nspecific,
+ * jstate) and the ones only a running thread sets are not. Ends with the
+ * join state and RUNNABLE. Context: weft_spawn, t not yet published. */
+static inline void spawn_reset(struct weft_thread *t, weft_fn_t fn, void *arg, const weft_attr_t *attr,
+			       size_t ss, int guard, int pin, int detached)
+{
 	t->fpenv = wft_fpenv_get();
 	t->fn = fn;
 	t->arg = arg;
@@ -326,15 +306,18 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 			      memory_order_release);
 	/* relaxed: likewise published by the push */
 	atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
-	wft_count_birth(w);
-	if (out)
-		*out = detached ? NULL : t;
+}
 
+/* Queue the new thread t: on the spawner's worker w (see "Spawn order" in
+ * worker.c), else on its pinned worker or the round-robin choice for an
+ * OS thread's spawn. Context: weft_spawn. */
+static inline void spawn_queue(struct wft_worker *w, struct weft_thread *t, int pin)
+{
 	/* stats: a worker's spawns are its nborn (wft_count_birth above),
 	 * read by weft_stats_get; only OS-thread spawns need a counter */
 	if (wft_likely(w && pin < 0)) {
 		wft_worker_push_spawn(w, t);
-		return 0;
+		return;
 	}
 	if (!w)
 		wft_stat_os_inc(spawns);
@@ -346,6 +329,51 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 		else
 			wft_wake_push(target, t, t, 1);
 	}
+}
+
+/*
+ * Spawn. The common call (no attributes, from a weft thread, runtime
+ * running) is kept short: it is half of spawn+join, the fib benchmark's
+ * whole cost. Its phases are inline functions: take a TCB (spawn_tcb),
+ * reset it (spawn_reset), count the birth, queue it (spawn_queue).
+ */
+int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+{
+	struct wft_worker *w;
+	struct weft_thread *t;
+	size_t ss;
+	int guard, pin, detached, rc;
+
+	if (!fn)
+		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
+	/* From a weft thread the runtime is running (weft_shutdown waits for
+	 * every weft thread and refuses to run in one), so the state check of
+	 * spawn_check() is only needed from OS threads. */
+	w = wft_worker_self();
+	if (wft_likely(!attr && w)) {
+		spawn_defaults(&ss, &guard, &pin, &detached);
+	} else {
+		/* a gang in the attribute (weft_attr_setgang): the gang spawns
+		 * the member, with a copy of attr whose gang is cleared, so
+		 * this recursion ends (runtime/gang.c) */
+		if (wft_unlikely(attr && attr->reserved[0]))
+			return wft_gang_spawn_attr(out, fn, arg, attr);
+		rc = spawn_check(attr, &ss, &guard, &pin, &detached);
+		if (rc)
+			return rc;
+	}
+	if (!detached && !out)
+		return EINVAL;
+	t = spawn_tcb(w, ss, guard);
+	if (!t)
+		return EAGAIN;
+	spawn_reset(t, fn, arg, attr, ss, guard, pin, detached);
+	wft_count_birth(w);
+	if (out)
+		*out = detached ? NULL : t;
+	spawn_queue(w, t, pin);
 	return 0;
 }
 
