@@ -21,7 +21,9 @@
  * itself is not used: its implementation is in libatomic_ops_gpl, and weft
  * does not link GPL code.)
  */
-#include "runtime/wft.h"
+#include "runtime/tcb.h"
+#include "runtime/fault.h"
+#include "runtime/stack.h"
 #include "runtime/sanitizer.h"
 
 #include <atomic_ops.h>

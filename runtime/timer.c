@@ -36,7 +36,9 @@
  * wakeups times the timeout length); a hashed timing wheel (the deadlines
  * here are few per worker and precision matters more than O(1) insertion).
  */
-#include "runtime/wft.h"
+#include "runtime/timer.h"
+#include "runtime/worker.h"
+#include "runtime/fault.h"
 
 #include <stdlib.h>
 

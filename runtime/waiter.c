@@ -36,7 +36,9 @@
  * address that may already be reused: the kernel finds no waiter or wakes
  * one that re-checks its word (the same accepted pattern as glibc's).
  */
-#include "runtime/wft.h"
+#include "runtime/waiter.h"
+#include "runtime/futex.h"
+#include "runtime/wake.h"
 
 void wft_waiter_init(struct wft_waiter *wt)
 {
