@@ -7,6 +7,7 @@ libweft_la_SOURCES += \
 	runtime/drain.c \
 	runtime/dump.c \
 	runtime/env.c \
+	runtime/fault.c \
 	runtime/features.c \
 	runtime/futex.c \
 	runtime/gang.c \
@@ -20,6 +21,7 @@ libweft_la_SOURCES += \
 	runtime/segv.c \
 	runtime/stack.c \
 	runtime/stats.c \
+	runtime/tcb.c \
 	runtime/thread.c \
 	runtime/timer.c \
 	runtime/topology.c \
@@ -40,19 +42,38 @@ endif
 
 noinst_HEADERS += \
 	runtime/atomic.h \
+	runtime/clock.h \
 	runtime/context.h \
 	runtime/context_aarch64.h \
 	runtime/context_ucontext.h \
 	runtime/context_x86_64.h \
 	runtime/diag.h \
+	runtime/drain.h \
 	runtime/env.h \
+	runtime/fault.h \
+	runtime/features.h \
+	runtime/futex.h \
+	runtime/gang.h \
+	runtime/idle.h \
+	runtime/init.h \
+	runtime/key.h \
 	runtime/list.h \
+	runtime/mailbox.h \
+	runtime/panic.h \
 	runtime/runq.h \
+	runtime/runq_owner.h \
 	runtime/sanitizer.h \
 	runtime/stack.h \
+	runtime/stats.h \
+	runtime/tcb.h \
+	runtime/thread.h \
+	runtime/timer.h \
 	runtime/topology.h \
 	runtime/uring.h \
-	runtime/wft.h
+	runtime/waiter.h \
+	runtime/wake.h \
+	runtime/wft.h \
+	runtime/worker.h
 
 EXTRA_DIST += runtime/features.def runtime/stats.def \
 	runtime/context_x86_64.S runtime/context_aarch64.S runtime/context_aarch64_make.c runtime/context_ucontext.c

@@ -8,7 +8,7 @@
  * anywhere (a weft thread, a scheduler loop, an OS thread, a signal
  * handler).
  */
-#include "runtime/wft.h"
+#include "runtime/clock.h"
 
 #include <time.h>
 

@@ -43,9 +43,4 @@ void wft_dump_signal_stop(void);
 /* The live-thread list for the shutdown report: writes to fd. */
 void wft_dump_threads(int fd, bool only_live);
 
-/* Visit every TCB ever allocated (the slabs are kept for the life of the
- * process: thread.c I1). fn may read the TCB racily (a snapshot).
- * Context: any; takes the slab lock. */
-void wft_tcb_foreach(void (*fn)(struct weft_thread *t, void *arg), void *arg);
-
 #endif

@@ -5,7 +5,8 @@
  * never while the runtime runs (pthread_create orders the store before the
  * workers' reads), so wft_feat() is a plain load.
  */
-#include "runtime/wft.h"
+#include "runtime/features.h"
+#include "runtime/init.h"
 
 #include <string.h>
 #include <strings.h>

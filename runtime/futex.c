@@ -8,7 +8,7 @@
  * FUTEX_WAIT_BITSET, so a retry after a spurious wakeup does not stretch
  * the timeout. Both calls are async-signal-safe system calls.
  */
-#include "runtime/wft.h"
+#include "runtime/futex.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -65,6 +65,7 @@
  */
 #include "runtime/wft.h"
 #include "runtime/topology.h"
+#include "runtime/uring.h"
 
 #include <time.h>
 
@@ -647,6 +648,55 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
 	return false;
 }
 
+/* When to look again without news of work: soon while a victim strands a
+ * thread in its next slot or its mail; otherwise, while some worker is
+ * awake, at least every IDLE_TICK_NS (relaxed: a hint, see "Idle tick");
+ * WEFT_TIME_INFINITE when every worker is idle, and then *deep: this
+ * worker counted itself in ndeep (undone after the sleep). */
+static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool watch_mail, bool *deep)
+{
+	weft_time_t again = WEFT_TIME_INFINITE;
+
+	if (look_again) {
+		again = wft_now() + NEXT_LOOK_AGAIN_NS;
+	} else if (watch_mail) {
+		again = wft_now() + MAIL_LOOK_AGAIN_NS;
+	} else if (wft_feat(STEAL)) {
+		/* seq_cst, both: count ourselves deep first, then look
+		 * whether anyone is awake; a worker that wakes up does
+		 * nidle-- (seq_cst, idle_clear) and later reads ndeep
+		 * (seq_cst) before leaving a thread in its next slot:
+		 * either we see it awake and tick, or it sees us deep
+		 * and kicks someone (wft_idle_strand_check). */
+		atomic_fetch_add_explicit(&wft_rt.ndeep, 1, memory_order_seq_cst);
+		*deep = true;
+		if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers) {
+			again = wft_now() + IDLE_TICK_NS;
+			atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
+			*deep = false;
+		} else {
+			/* relaxed: a preference hint for wake_deep */
+			atomic_store_explicit(&w->deep, true, memory_order_relaxed);
+		}
+	}
+	return again;
+}
+
+/* When the stack cache trim is due (cache_trim). The pool goes when every
+ * worker sleeps: "deep" says so where STEAL counts it; without STEAL
+ * nobody counts deep (the tick is a steal look), and the pool was never
+ * trimmed while the runtime ran (test thread/stack_cache_trimmed_when_idle
+ * under NO_STEAL). relaxed: a hint; a stale count trims a little early
+ * (the next burst maps again) or at the next idle period. */
+static weft_time_t park_trim_at(struct wft_worker *w, bool deep)
+{
+	bool all_idle = deep ||
+		(!wft_feat(STEAL) &&
+		 atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) >= wft_rt.nworkers);
+
+	return cache_trim(w, all_idle);
+}
+
 /* The park's deadline: the next timer (TIMER_EARLY_NS ahead), a look
  * again soon, the idle tick, or the stack cache trim, whichever comes
  * first. *deep: this worker counted itself in ndeep (undone after the
@@ -654,7 +704,7 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
 static weft_time_t park_deadline(struct wft_worker *w, bool look_again, bool watch_mail,
 				 bool *deep)
 {
-	weft_time_t deadline;
+	weft_time_t deadline, again, trim_at;
 
 	/* relaxed: only the owner arms timers on its heap, and it is here */
 	deadline = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
@@ -664,90 +714,34 @@ static weft_time_t park_deadline(struct wft_worker *w, bool look_again, bool wat
 			return 0;
 		deadline -= TIMER_EARLY_NS;
 	}
-	{
-		/* Look again soon while a victim strands a thread in its next
-		 * slot; otherwise, while some worker is awake, at least every
-		 * IDLE_TICK_NS (relaxed: a hint, see "Idle tick"). */
-		weft_time_t again = WEFT_TIME_INFINITE;
-
-		if (look_again) {
-			again = wft_now() + NEXT_LOOK_AGAIN_NS;
-		} else if (watch_mail) {
-			again = wft_now() + MAIL_LOOK_AGAIN_NS;
-		} else if (wft_feat(STEAL)) {
-			/* seq_cst, both: count ourselves deep first, then look
-			 * whether anyone is awake; a worker that wakes up does
-			 * nidle-- (seq_cst, idle_clear) and later reads ndeep
-			 * (seq_cst) before leaving a thread in its next slot:
-			 * either we see it awake and tick, or it sees us deep
-			 * and kicks someone (wft_idle_strand_check). */
-			atomic_fetch_add_explicit(&wft_rt.ndeep, 1, memory_order_seq_cst);
-			*deep = true;
-			if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers) {
-				again = wft_now() + IDLE_TICK_NS;
-				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
-				*deep = false;
-			} else {
-				/* relaxed: a preference hint for wake_deep */
-				atomic_store_explicit(&w->deep, true, memory_order_relaxed);
-			}
-		}
-		if (again < deadline) {
-			deadline = again;
-			w->tick_parked = !look_again && !watch_mail;
-		}
+	again = park_again_at(w, look_again, watch_mail, deep);
+	if (again < deadline) {
+		deadline = again;
+		w->tick_parked = !look_again && !watch_mail;
 	}
-
-	{
-		/* The pool goes when every worker sleeps: "deep" says so where
-		 * STEAL counts it; without STEAL nobody counts deep (the tick is
-		 * a steal look), and the pool was never trimmed while the
-		 * runtime ran (test thread/stack_cache_trimmed_when_idle under
-		 * NO_STEAL). relaxed: a hint; a stale count trims a little early
-		 * (the next burst maps again) or at the next idle period */
-		bool all_idle = *deep ||
-			(!wft_feat(STEAL) &&
-			 atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) >= wft_rt.nworkers);
-		weft_time_t trim_at = cache_trim(w, all_idle);
-
-		/* Not tick_parked: that flag would survive an io_uring
-		 * completion's wakeup (only a kick clears it) and make the next
-		 * idle round skip its spin (found by review); a trim wakeup
-		 * costs one spin phase per idle period instead. */
-		if (trim_at < deadline)
-			deadline = trim_at;
-	}
+	trim_at = park_trim_at(w, *deep);
+	/* Not tick_parked: that flag would survive an io_uring completion's
+	 * wakeup (only a kick clears it) and make the next idle round skip
+	 * its spin; a trim wakeup costs one spin phase per idle period
+	 * instead. */
+	if (trim_at < deadline)
+		deadline = trim_at;
 	return deadline;
 }
 
-void wft_idle_run(struct wft_worker *w)
+/* The park phase of the idle loop: announce idle, re-check every place
+ * work could have arrived, sleep until the deadline or a kick, then
+ * announce awake (see "Park" above). Context: w's owner. */
+static void idle_park(struct wft_worker *w)
 {
-	struct weft_thread *t;
 	weft_time_t deadline;
 	bool look_again = false, watch_mail = false, deep = false;
 
-	wft_drain_idle(w);
-	t = try_steal(w);
-	if (t) {
-		found_work(w, t);
-		return;
-	}
-
-	/* After a park that only had the idle tick as deadline, look once
-	 * (the steal above) and park again without spinning: the tick is a
-	 * periodic look, not news of work (see "Idle tick"). */
-	if (w->tick_parked)
-		w->tick_parked = false;
-	/* a draining worker would not steal (runtime/drain.c): no spin */
-	else if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed() &&
-		 idle_spin(w))
-		return;
-
-	/* Park: announce, re-check, sleep. A worker that wake_one() handed the
-	 * spinning slot gives it back first, also when IDLE_SPIN is off: a
-	 * parked worker that kept it would leave nspinning at 1 forever, and
-	 * every later wake_one() would assume someone is looking (with
-	 * NO_IDLE_SPIN, stealing then never happened again). */
+	/* A worker that wake_one() handed the spinning slot gives it back
+	 * first, also when IDLE_SPIN is off: a parked worker that kept it
+	 * would leave nspinning at 1 forever, and every later wake_one()
+	 * would assume someone is looking (with NO_IDLE_SPIN, stealing then
+	 * never happened again). */
 	wft_idle_spin_stop(w);
 	idle_set(w);
 	/* seq_cst: the store half of the Park pattern */
@@ -797,6 +791,32 @@ cancel:
 		w->tick_parked = false;
 	idle_clear(w);
 	wft_idle_kick_chain(w, KICK_CHAIN_FANOUT);
+}
+
+/* One round of the idle loop, in its phases: DRAIN's check, steal, spin
+ * (idle_spin), park (idle_park). Context: w's owner, from the scheduler
+ * loop when nothing is runnable. */
+void wft_idle_run(struct wft_worker *w)
+{
+	struct weft_thread *t;
+
+	wft_drain_idle(w);
+	t = try_steal(w);
+	if (t) {
+		found_work(w, t);
+		return;
+	}
+
+	/* After a park that only had the idle tick as deadline, look once
+	 * (the steal above) and park again without spinning: the tick is a
+	 * periodic look, not news of work (see "Idle tick"). */
+	if (w->tick_parked)
+		w->tick_parked = false;
+	/* a draining worker would not steal (runtime/drain.c): no spin */
+	else if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed() &&
+		 idle_spin(w))
+		return;
+	idle_park(w);
 }
 
 int wft_idle_kick_r(struct wft_worker *w)

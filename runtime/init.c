@@ -1,6 +1,6 @@
 /*
- * runtime/init.c - starting and stopping the runtime, configuration,
- * panics and fault injection.
+ * runtime/init.c - starting and stopping the runtime, configuration and
+ * panics (fault injection is runtime/fault.c).
  *
  * States of wft_rt.state (enum wft_rt_state): STOPPED, CHANGING (starting
  * or stopping, init_lock held), RUNNING. weft_init and weft_shutdown serialise on init_lock;
@@ -50,44 +50,6 @@ void wft_panic_at(const char *file, int line, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	abort();
-}
-
-/* Fault injection: WEFT_FAULT=alloc:N fails the N-th internal allocation
- * (counted from weft_init). 0 = off: one predictable branch. */
-static _Atomic long fault_at;
-static _Atomic long fault_count;
-
-bool wft_fault_alloc(void)
-{
-	/* relaxed: a test knob, set before the workers start */
-	long at = atomic_load_explicit(&fault_at, memory_order_relaxed);
-
-	if (wft_likely(!at))
-		return false;
-	return atomic_fetch_add_explicit(&fault_count, 1, memory_order_relaxed) + 1 == at;
-}
-
-/* WEFT_FAULT=sqfull:N: the next N requests for an io_uring SQE behave as
- * if the SQ were full and the kernel refused the flush (uring.c
- * wft_uring_get_sqe), to reach the yield path a test cannot otherwise
- * force. 0 = off. */
-_Atomic long wft_fault_sqfull_left;
-
-bool wft_fault_sqfull_take(void)
-{
-	/* relaxed: a test knob and a counter, nothing published with it */
-	long n = atomic_load_explicit(&wft_fault_sqfull_left, memory_order_relaxed);
-
-	while (n > 0)
-		if (atomic_compare_exchange_weak_explicit(&wft_fault_sqfull_left, &n, n - 1,
-				memory_order_relaxed, memory_order_relaxed))
-			return true;
-	return false;
-}
-
-void *wft_malloc(size_t n)
-{
-	return wft_fault_alloc() ? NULL : malloc(n);
 }
 
 static int affinity_cpus(int *cpus, int max)
@@ -171,7 +133,7 @@ static void print_stats_at_exit(void)
  * The numeric environment variables, parsed strictly (runtime/env.c): a
  * value that is not a number in range is EINVAL with a message, never
  * read as its prefix or wrapped. Sets wft_rt's workers, stack size and
- * pin, and env_stats (WEFT_FAULT, a test knob, is read in weft_init).
+ * pin, and env_stats (WEFT_FAULT, a test knob, is read by reset_unsafe).
  * Context: weft_init, under init_lock.
  */
 static bool env_stats;   /* WEFT_STATS set and not 0; under init_lock */
@@ -197,15 +159,9 @@ static int read_env(void)
 	return 0;
 }
 
-int weft_init(const weft_config_t *cfg)
+/* weft_init's argument checks: bad input is EINVAL. Context: any. */
+static int config_check(const weft_config_t *cfg)
 {
-	static const weft_config_t def = WEFT_CONFIG_INITIALIZER;
-	const char *e;
-	uint64_t feats;
-	int ncpu, rc;
-
-	if (!cfg)
-		cfg = &def;
 	if (cfg->workers < 0 || cfg->workers > WEFT_WORKERS_MAX)
 		return EINVAL;
 	if (cfg->stack_size && (cfg->stack_size < WEFT_STACK_MIN || cfg->stack_size > WFT_STACK_MAX))
@@ -213,43 +169,43 @@ int weft_init(const weft_config_t *cfg)
 	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++)
 		if (cfg->reserved[i])
 			return EINVAL;
-	if (wft_thread_self())
-		return EBUSY;
-	if (wft_in_forked_child())
-		return ENOTSUP;
-	pthread_mutex_lock(&wft_rt.init_lock);
-	/* relaxed: init_lock orders state changes between init and shutdown */
-	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != WFT_RT_STOPPED) {
-		pthread_mutex_unlock(&wft_rt.init_lock);
-		return EBUSY;
-	}
-	/* The defaults, then the config's switches, then the environment's
-	 * on top: a switch the environment does not name keeps the config's
-	 * setting (before, a WEFT_FEATURES string replaced the config's
-	 * whole list; found by review) */
-	e = getenv("WEFT_FEATURES");
-	feats = wft_features_default();
+	return 0;
+}
+
+/* The feature switches: the defaults, then the config's switches, then the
+ * environment's on top. Returns 0 or EINVAL. Context: weft_init, under
+ * init_lock. */
+static int config_features(const weft_config_t *cfg)
+{
+	const char *e = getenv("WEFT_FEATURES");
+	uint64_t feats = wft_features_default();
+	int rc;
+
+	/* a switch the environment does not name keeps the config's setting
+	 * (a WEFT_FEATURES string does not replace the config's whole list) */
 	rc = wft_features_parse(cfg->features, "weft_config_t.features", &feats);
 	if (rc == 0)
 		rc = wft_features_parse(e, "WEFT_FEATURES", &feats);
-	if (rc) {
-		pthread_mutex_unlock(&wft_rt.init_lock);
+	if (rc)
 		return EINVAL;
-	}
 	wft_features = feats;
-#ifdef HAVE_VALGRIND_VALGRIND_H
-	wft_vg_running = RUNNING_ON_VALGRIND != 0;
-#endif
+	return 0;
+}
+
+/* The workers' count, CPUs, stack size and pinning from cfg and the
+ * environment, the topology and the seed. Returns 0, EINVAL or the
+ * topology's error. Context: weft_init, under init_lock. */
+static int config_workers(const weft_config_t *cfg)
+{
+	int ncpu, rc;
 
 	ncpu = affinity_cpus(wft_rt.cpus, WEFT_WORKERS_MAX);
 	wft_rt.nworkers = cfg->workers ? cfg->workers : ncpu;
 	wft_rt.stack_size = cfg->stack_size ? cfg->stack_size : WEFT_STACK_DEFAULT;
 	wft_rt.pin = cfg->pin;
 	rc = read_env();
-	if (rc) {
-		pthread_mutex_unlock(&wft_rt.init_lock);
+	if (rc)
 		return rc;
-	}
 	/* page-rounded once here, so a spawn with the default size need not
 	 * (no wrap: the size is at most WFT_STACK_MAX) */
 	wft_rt.stack_size = (wft_rt.stack_size + wft_page_size() - 1) & ~(wft_page_size() - 1);
@@ -260,18 +216,17 @@ int weft_init(const weft_config_t *cfg)
 	rc = wft_topology_init(wft_rt.nworkers, wft_rt.pin, wft_rt.cpus);
 	if (rc == 0)
 		rc = choose_seed();
-	if (rc) {
-		pthread_mutex_unlock(&wft_rt.init_lock);
-		return rc;
-	}
-	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
-	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
-	if ((e = getenv("WEFT_FAULT")) && strncmp(e, "alloc:", 6) == 0) {
-		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
-		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
-	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
-		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
-	}
+	return rc;
+}
+
+/* A fresh runtime's shared state: the test knobs of WEFT_FAULT, the
+ * counters, the idle and DRAIN state, then state CHANGING. Context:
+ * weft_init, under init_lock, before any worker starts. */
+static void reset_unsafe(void)
+{
+	const char *e = getenv("WEFT_FAULT");
+
+	wft_fault_reset_unsafe(e);
 	/* WEFT_FAULT=guard:N: the next N guard-marker installs fail with
 	 * ENOMEM (runtime/stack.c "Guard fallback") */
 	wft_stack_runtime_init(e && strncmp(e, "guard:", 6) == 0 ? atol(e + 6) : 0);
@@ -295,22 +250,63 @@ int weft_init(const weft_config_t *cfg)
 	atomic_store_explicit(&wft_rt.drain_busy, 0, memory_order_relaxed);
 	memset(&wft_rt.drain, 0, sizeof(wft_rt.drain));
 	atomic_store_explicit(&wft_rt.state, WFT_RT_CHANGING, memory_order_relaxed);
+}
+
+/* Install the process-wide handlers and start the workers (and the dump
+ * signal thread) with the asynchronous signals blocked. Returns 0 or the
+ * workers' error. Context: weft_init, under init_lock. */
+static int start_workers(void)
+{
+	/* The workers (and the threads they create) inherit this mask:
+	 * asynchronous signals are handled on the program's own OS threads
+	 * (runtime/segv.c) */
+	sigset_t block, old;
+	int rc;
 
 	wft_fork_install();
 	wft_segv_install();
-	{
-		/* The workers (and the threads they create) inherit this mask:
-		 * asynchronous signals are handled on the program's own OS
-		 * threads (runtime/segv.c) */
-		sigset_t block, old;
+	wft_sig_worker_set(&block);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	rc = wft_worker_start_all();
+	if (rc == 0)
+		wft_dump_signal_start();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
 
-		wft_sig_worker_set(&block);
-		pthread_sigmask(SIG_BLOCK, &block, &old);
-		rc = wft_worker_start_all();
-		if (rc == 0)
-			wft_dump_signal_start();
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+int weft_init(const weft_config_t *cfg)
+{
+	static const weft_config_t def = WEFT_CONFIG_INITIALIZER;
+	int rc;
+
+	if (!cfg)
+		cfg = &def;
+	rc = config_check(cfg);
+	if (rc)
+		return rc;
+	if (wft_thread_self())
+		return EBUSY;
+	if (wft_in_forked_child())
+		return ENOTSUP;
+	pthread_mutex_lock(&wft_rt.init_lock);
+	/* relaxed: init_lock orders state changes between init and shutdown */
+	if (atomic_load_explicit(&wft_rt.state, memory_order_relaxed) != WFT_RT_STOPPED) {
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return EBUSY;
 	}
+	rc = config_features(cfg);
+	if (rc == 0) {
+#ifdef HAVE_VALGRIND_VALGRIND_H
+		wft_vg_running = RUNNING_ON_VALGRIND != 0;
+#endif
+		rc = config_workers(cfg);
+	}
+	if (rc) {
+		pthread_mutex_unlock(&wft_rt.init_lock);
+		return rc;
+	}
+	reset_unsafe();
+	rc = start_workers();
 	if (rc) {
 		atomic_store_explicit(&wft_rt.state, WFT_RT_STOPPED, memory_order_relaxed);
 		pthread_mutex_unlock(&wft_rt.init_lock);
@@ -330,7 +326,7 @@ long wft_live_threads(void)
 {
 	long born, dead = 0;
 
-	/* acquire loads, deaths first: see wft_count_birth() in wft.h */
+	/* acquire loads, deaths first: see wft_count_birth() in worker.h */
 	for (int i = 0; i < wft_rt.nworkers; i++)
 		dead += atomic_load_explicit(&wft_rt.workers[i]->ndead, memory_order_acquire);
 	born = atomic_load_explicit(&wft_rt.os_born, memory_order_acquire);
@@ -339,7 +335,7 @@ long wft_live_threads(void)
 	return born - dead;
 }
 
-/* The slow half of wft_count_death (wft.h): shutdown is waiting. */
+/* The slow half of wft_count_death (worker.h): shutdown is waiting. */
 void wft_count_death_quiescing(void)
 {
 	/* release: pairs with the futex re-check in weft_shutdown */

@@ -13,7 +13,8 @@
  * The table is protected by key_lock for create/delete; lookups read the
  * sequence with acquire loads (pairs with the release store in create).
  */
-#include "runtime/wft.h"
+#include "runtime/key.h"
+#include "runtime/fault.h"
 
 #include <stdlib.h>
 

@@ -58,7 +58,7 @@
  * NO_MAILBOX baseline in runtime/wake.c); a bounded ring (a wakeup must never
  * fail or block).
  */
-#include "runtime/wft.h"
+#include "runtime/mailbox.h"
 
 bool wft_mailbox_push_chain(struct wft_mpsc *mb, struct weft_thread *first,
 			    struct weft_thread *last, uint32_t n)

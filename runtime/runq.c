@@ -67,7 +67,8 @@
  * thieves; 256 entries (2 KiB) cover a half-steal of any realistic burst
  * while keeping the structure in a few cache lines' reach (Go uses 256).
  */
-#include "runtime/wft.h"
+#include "runtime/runq.h"
+#include "runtime/worker.h"
 
 /* rq_lock, rq_unlock, priv_append and the owner push/pop fast paths are
  * inline in runtime/runq.h. */

@@ -1,125 +1,78 @@
 /*
- * runtime/runq.h - the owner's fast paths of the per-worker runqueue,
- * inline: a yield is a push and a pop, and out-of-line calls for them cost
- * a measurable share of the 12 ns budget. The design, invariants and the
- * thieves' side are in runtime/runq.c. Included by runtime/wft.h after
- * struct wft_worker.
+ * runtime/runq.h - the per-worker runqueue: a public ring that thieves take
+ * half of with one CAS, and a private FIFO only the owner touches; chains of
+ * threads and how they split between movable and pinned (runtime/runq.c).
+ * The owner's inline fast paths need the worker and are in
+ * runtime/runq_owner.h.
  */
 #ifndef WFT_RUNQ_H
 #define WFT_RUNQ_H
 
-/* Take one thread from the public ring (owner or thief; runq.c). */
-struct weft_thread *wft_runq_ring_pop(struct wft_runq *q);
+#include "runtime/thread.h"
 
-static inline void wft_rq_lock(struct wft_worker *w)
+struct wft_worker;
+
+#define WFT_RUNQ_RING 256   /* public ring slots; see runq.c for the choice */
+
+struct wft_runq {
+	/* Public ring: consumers (owner and thieves) CAS head; only the owner
+	 * writes tail and slots. */
+	_Atomic uint32_t head wft_cacheline_aligned;
+	_Atomic uint32_t tail;
+	_Atomic int split_req;            /* a thief asks the owner to publish work */
+	_Atomic uint32_t npriv;           /* size of the private list, a hint for thieves */
+	struct weft_thread *_Atomic ring[WFT_RUNQ_RING];
+	/* Private FIFO: owner only (or under lock with NO_MAILBOX). */
+	struct weft_thread *phead wft_cacheline_aligned;
+	struct weft_thread *ptail;
+	uint32_t pcount;
+};
+
+void wft_runq_init_unsafe(struct wft_runq *q);
+/* Owner push/pop/size: inline in runtime/runq.h (included below struct
+ * wft_worker). */
+/* NO_MAILBOX baseline: a remote waker appends under the target's rqlock. */
+void wft_runq_push_locked_remote(struct wft_worker *w, struct weft_thread *first,
+				 struct weft_thread *last, uint32_t n);
+/* Move up to half of the private list into the public ring (pinned threads
+ * stay). Returns how many moved. Owner. */
+uint32_t wft_runq_publish_owner(struct wft_worker *w);
+/* Steal about half of victim's public ring into w's runqueue; returns one
+ * thread to run now (or NULL). Context: w's own worker (the thief). See
+ * wft_worker_steal_next() for the victim's next slot. */
+struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *victim);
+
+/* A chain of threads linked through t->link: first..last, n of them. */
+struct wft_chain {
+	struct weft_thread *first, *last;
+	uint32_t n;
+};
+/* Split the chain from t (to NULL, or through end) into the unpinned
+ * threads that may move to another worker (at most quota of them, the
+ * first ones) and the others, each in its order; both NULL-terminated.
+ * Context: the caller owns every thread of the chain. */
+static inline void wft_chain_split(struct weft_thread *t, struct weft_thread *end, uint32_t quota,
+				   struct wft_chain *move, struct wft_chain *stay)
 {
-	if (!wft_feat(MAILBOX)) {
-		/* acquire: pairs with the release clear in rq_unlock */
-		while (atomic_flag_test_and_set_explicit(&w->rqlock, memory_order_acquire))
-			wft_cpu_relax();
+	struct weft_thread *next;
+
+	*move = (struct wft_chain){ NULL, NULL, 0 };
+	*stay = (struct wft_chain){ NULL, NULL, 0 };
+	for (; t; t = next) {
+		struct wft_chain *c = t->pin < 0 && move->n < quota ? move : stay;
+
+		next = t == end ? NULL : t->link;
+		t->link = NULL;
+		if (c->last)
+			c->last->link = t;
+		else
+			c->first = t;
+		c->last = t;
+		c->n++;
 	}
 }
-
-static inline void wft_rq_unlock(struct wft_worker *w)
-{
-	if (!wft_feat(MAILBOX))
-		atomic_flag_clear_explicit(&w->rqlock, memory_order_release);
-}
-
-/* Private list append; caller holds rq_lock when NO_MAILBOX. */
-static inline void wft_rq_priv_append(struct wft_runq *q, struct weft_thread *first,
-			       struct weft_thread *last, uint32_t n)
-{
-	WFT_ASSERT(n > 0 && (q->phead == NULL) == (q->ptail == NULL));
-	last->link = NULL;
-	if (q->ptail)
-		q->ptail->link = first;
-	else
-		q->phead = first;
-	q->ptail = last;
-	q->pcount += n;
-	/* relaxed: a hint for thieves deciding whether to set split_req */
-	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-}
-
-static inline void wft_runq_push_owner(struct wft_worker *w, struct weft_thread *t)
-{
-	wft_rq_lock(w);
-	wft_rq_priv_append(&w->rq, t, t, 1);
-	wft_rq_unlock(w);
-}
-
-static inline void wft_runq_push_chain_owner(struct wft_worker *w, struct weft_thread *first,
-			       struct weft_thread *last, uint32_t n)
-{
-	wft_rq_lock(w);
-	wft_rq_priv_append(&w->rq, first, last, n);
-	wft_rq_unlock(w);
-}
-
-static inline void wft_runq_push_front_owner(struct wft_worker *w, struct weft_thread *t)
-{
-	struct wft_runq *q = &w->rq;
-
-	wft_rq_lock(w);
-	t->link = q->phead;
-	q->phead = t;
-	if (!q->ptail)
-		q->ptail = t;
-	q->pcount++;
-	/* relaxed: a hint for thieves deciding whether to set split_req */
-	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-	wft_rq_unlock(w);
-}
-
-/* Unlink the private list's head t (non-NULL); caller holds rq_lock when
- * NO_MAILBOX. */
-static inline void wft_rq_priv_unlink_head(struct wft_runq *q, struct weft_thread *t)
-{
-	WFT_ASSERT(q->phead == t && q->pcount > 0);
-	q->phead = t->link;
-	if (!q->phead)
-		q->ptail = NULL;
-	q->pcount--;
-	/* relaxed: a hint for thieves deciding whether to set split_req */
-	atomic_store_explicit(&q->npriv, q->pcount, memory_order_relaxed);
-}
-static inline struct weft_thread *wft_runq_pop_owner(struct wft_worker *w)
-{
-	struct wft_runq *q = &w->rq;
-	struct weft_thread *t;
-
-	/* relaxed loads: head may only grow (thieves), tail is ours; a stale
-	 * "non-empty" is resolved by ring_pop, a stale "empty" only means a
-	 * thief emptied it */
-	if (atomic_load_explicit(&q->head, memory_order_relaxed) !=
-	    atomic_load_explicit(&q->tail, memory_order_relaxed)) {
-		t = wft_runq_ring_pop(q);
-		if (t)
-			return t;
-	}
-	/* The unlocked peek only with MAILBOX: without it remote wakers write
-	 * phead under rqlock, and even a discarded plain read is a data race
-	 * (TSan, WEFT_FEATURES=NO_MAILBOX; found by review) */
-	if (wft_feat(MAILBOX) && !q->phead)
-		return NULL;
-	wft_rq_lock(w);
-	t = q->phead;
-	if (t)
-		wft_rq_priv_unlink_head(q, t);
-	wft_rq_unlock(w);
-	return t;
-}
-
-/* Runnable threads (approximate for non-owners). */
-static inline uint32_t wft_runq_size(struct wft_worker *w)
-{
-	struct wft_runq *q = &w->rq;
-
-	/* relaxed: approximate by contract */
-	return atomic_load_explicit(&q->tail, memory_order_relaxed) -
-	       atomic_load_explicit(&q->head, memory_order_relaxed) +
-	       atomic_load_explicit(&q->npriv, memory_order_relaxed);
-}
+/* True if a thief could find work in victim (public or private non-empty). */
+bool wft_runq_has_work(struct wft_worker *victim);
+uint32_t wft_runq_take_private_locked(struct wft_worker *w, struct wft_chain *taken);
 
 #endif

@@ -142,7 +142,7 @@ static bool pool_get(struct weft_thread *t)
 	return ok;
 }
 
-/* Set on first use by any thread (see wft_page_size in wft.h). */
+/* Set on first use by any thread (see wft_page_size in stack.h). */
 _Atomic size_t wft_page_size_v;
 
 size_t wft_page_size_slow(void)

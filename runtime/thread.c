@@ -1,12 +1,12 @@
 /*
- * runtime/thread.c - light threads: TCB pool, spawn, join, detach, exit,
- * yield, park/unpark and sleeping.
+ * runtime/thread.c - light threads: spawn, join, detach, exit, yield,
+ * park/unpark and sleeping.
  *
  * What it owns: the thread control blocks (struct weft_thread) from
  * creation to reuse, the join protocol and the park protocol.
  *
  * Objects and states: a TCB's run state (enum wft_tstate) and join state
- * (WFT_J_*), both documented in runtime/wft.h.
+ * (WFT_J_*), both documented in runtime/thread.h.
  *
  * Invariants:
  *   I1 TCB memory is type-stable: TCBs come from slabs that are never freed
@@ -48,7 +48,7 @@
  * returns are allowed by the API).
  *
  * Join protocol (t->jstate, one word: the joiner's address, or a state code
- * with the TCB's generation t->seq, WFT_JS(code, gen) in wft.h):
+ * with the TCB's generation t->seq, WFT_JS(code, gen) in thread.h):
  *   joiner: takes the generation from its first load; every later CAS
  *           expects it, so none can act on the TCB once it is freed and
  *           reused (a handle already reused at the first load is a
@@ -74,14 +74,7 @@
  *   detach: JOINABLE -> DETACHED, or EXITED -> FREE and reap.
  *   reap:   CAS EXITED -> FREE (exactly one reaper), wait on_cpu == 0 (I3).
  *
- * TCB pool: a per-worker cache (owner only, no atomics) over a global
- * ABA-safe stack. The global stack uses libatomic_ops' double-word CAS
- * (cmpxchg16b): {top, version} changes together, so a pop that read
- * top->link before another thread popped and re-pushed top fails its CAS.
- * C11 <stdatomic.h> gives no lock-free 16-byte CAS (GCC routes it through
- * libatomic's locks), which is why libatomic_ops is used here. (AO_stack
- * itself is not used: its implementation is in libatomic_ops_gpl, and weft
- * does not link GPL code.)
+ * The TCB pool (slabs, free list, per-worker cache) is runtime/tcb.c.
  */
 #include "runtime/wft.h"
 #include "runtime/env.h"
@@ -89,270 +82,26 @@
 #include "runtime/diag.h"
 #include "runtime/sanitizer.h"
 
-#include <atomic_ops.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* ---------------------------------------------------------------------- */
-/* TCB pool */
-
-/* TCBs per slab: 64 KiB-ish slabs amortise malloc while keeping the first
- * spawn cheap. */
-#define TCB_SLAB 256
-/* Per-worker TCB cache bound: twice the slab churn of a spawn burst. */
-#define TCB_CACHE_MAX 512
-
-/* The two hot lines of a TCB (see struct weft_thread in wft.h). */
+/* The two hot lines of a TCB (see struct weft_thread in thread.h). */
 _Static_assert(offsetof(struct weft_thread, link) % WFT_CACHELINE == 0,
 	       "the wakers' line of the TCB starts a cache line");
 #if UINTPTR_MAX == 0xffffffffffffffffu
 _Static_assert(offsetof(struct weft_thread, worker) + sizeof(void *) <=
 		       offsetof(struct weft_thread, link) + WFT_CACHELINE &&
 	       offsetof(struct weft_thread, state) > offsetof(struct weft_thread, link),
-	       "a remote wake touches one TCB line (wft.h)");
+	       "a remote wake touches one TCB line (thread.h)");
 #endif
 #if defined(WFT_CTX_X86_64)
 _Static_assert(offsetof(struct weft_thread, link) == 64, "TCB line 1 starts at link");
 _Static_assert(offsetof(struct weft_thread, fpenv) == 128, "TCB lines 0-1 hold the switch path");
 _Static_assert(offsetof(struct weft_thread, state) >= 64 && offsetof(struct weft_thread, worker) < 128,
-	       "a remote wake touches one TCB line (wft.h)");
+	       "a remote wake touches one TCB line (thread.h)");
 #endif
-
-struct tcb_slab {
-	struct tcb_slab *next;
-	struct weft_thread tcbs[TCB_SLAB];
-};
-
-/* Slabs from malloc before the rest come from huge-page regions
- * (runtime/stack.c "Bulk memory"): 2,048 TCBs. */
-#define TCB_SLABS_SMALL 8
-
-static AO_double_t tcb_free __attribute__((aligned(16)));  /* {top, version} */
-static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tcb_slab *slabs;   /* slab_lock: from malloc */
-static struct tcb_slab *bulk_slabs;   /* slab_lock: from bulk memory (kept apart: a
-				       * leak checker does not scan bulk memory, so
-				       * malloc'd slabs linked only from there looked
-				       * leaked under LeakSanitizer) */
-static _Atomic unsigned nslabs;  /* slabs made (they stay: see wft_tcb_pool_fini_unsafe) */
-
-static void global_push(struct weft_thread *first, struct weft_thread *last)
-{
-	AO_t top, ver;
-
-	do {
-		/* acquire loads of both halves; the double CAS validates them */
-		ver = AO_load_acquire(&tcb_free.AO_val2);
-		top = AO_load_acquire(&tcb_free.AO_val1);
-		last->link = (struct weft_thread *)top;
-		/* TSan cannot see the double CAS (inline asm): the release it
-		 * performs, covering the link just written */
-		wft_san_release(&tcb_free);
-		/* full barrier CAS: publishes the chain's links (release) */
-	} while (!AO_compare_double_and_swap_double_full(&tcb_free, top, ver,
-				(AO_t)first, ver + 1));
-}
-
-/* t->link of a top that another thread may have popped and be relinking
- * meanwhile: a race by design, made harmless by the version CAS (I1 keeps
- * the read itself safe); hidden from TSan, which would report it. */
-static WFT_NO_TSAN struct weft_thread *stale_link(struct weft_thread *t)
-{
-	return __atomic_load_n(&t->link, __ATOMIC_RELAXED);
-}
-
-static struct weft_thread *global_pop(void)
-{
-	AO_t top, ver;
-	struct weft_thread *t;
-
-	do {
-		ver = AO_load_acquire(&tcb_free.AO_val2);
-		top = AO_load_acquire(&tcb_free.AO_val1);
-		t = (struct weft_thread *)top;
-		if (!t)
-			return NULL;
-		/* TSan: pairs with the release in global_push (the TCB's memory
-		 * and link were written before it was pushed) */
-		wft_san_acquire(&tcb_free);
-		/* t->link may be stale if t was popped meanwhile; the version
-		 * half makes the CAS fail then (I1 makes the read safe) */
-	} while (!AO_compare_double_and_swap_double_full(&tcb_free, top, ver,
-				(AO_t)stale_link(t), ver + 1));
-	return t;
-}
-
-static int slab_grow(void)
-{
-	struct tcb_slab *s;
-
-	if (wft_fault_alloc())
-		return ENOMEM;
-	/* cache-line aligned: a TCB's first two lines are what a switch
-	 * touches (see struct weft_thread) */
-	/* relaxed: a count that only picks the allocator */
-	struct tcb_slab **list = &bulk_slabs;
-
-	if (atomic_fetch_add_explicit(&nslabs, 1, memory_order_relaxed) < TCB_SLABS_SMALL ||
-	    (s = wft_bulk_alloc(sizeof(*s))) == NULL) {   /* bulk: zeroed by the kernel */
-		if (posix_memalign((void **)&s, WFT_CACHELINE, sizeof(*s)))
-			return ENOMEM;
-		memset(s, 0, sizeof(*s));
-		list = &slabs;
-	}
-	for (unsigned i = 0; i < TCB_SLAB; i++) {
-		s->tcbs[i].link = i + 1 < TCB_SLAB ? &s->tcbs[i + 1] : NULL;
-		atomic_init(&s->tcbs[i].jstate, WFT_JS(WFT_J_FREE, 0));
-	}
-	pthread_mutex_lock(&slab_lock);
-	s->next = *list;
-	*list = s;
-	pthread_mutex_unlock(&slab_lock);
-	global_push(&s->tcbs[0], &s->tcbs[TCB_SLAB - 1]);
-	return 0;
-}
-
-/*
- * Stacks that stay with their TCB. A thread whose TCB is freed by a weft
- * thread right after its exit (detached: by the exit switch; joined by a
- * weft thread already waiting: by that joiner) keeps its stack: the TCB
- * goes to the worker's TCB cache with it, and the next spawn that takes
- * the TCB and asks for the same stack size and guard runs on it without a
- * stack-cache round trip (spawn+join: ~70 instructions of the ~700 it
- * cost). Bound: at most TCB_STACKED_MAX cached TCBs per worker hold a
- * stack; past it, and whenever a TCB leaves the worker's cache (global
- * pool, worker exit), the stack goes to the stack cache, whose bound and
- * trim (runtime/stack.c) apply; a parking worker moves them all there
- * (wft_tcb_cache_drop_stacks) before trimming. TCBs in the global pool
- * never hold a stack. A thread exiting with nobody waiting (joinable, or
- * joined from an OS thread) returns its stack at exit as before: its TCB
- * may wait long for a join, and a burst of such exits must recycle one
- * stack instead of holding one each.
- */
-#define TCB_STACKED_MAX 16
-
-struct weft_thread *wft_tcb_alloc(struct wft_worker *w)
-{
-	struct weft_thread *t;
-
-	if (w && w->tcb_cache) {
-		t = w->tcb_cache;
-		w->tcb_cache = t->link;
-		w->ntcb--;
-		if (t->stack)
-			w->ntcb_stacked--;
-		return t;
-	}
-	while (!(t = global_pop())) {
-		if (slab_grow())
-			return NULL;
-	}
-	return t;
-}
-
-void wft_tcb_release(struct wft_worker *w, struct weft_thread *t)
-{
-	if (w && w->ntcb < TCB_CACHE_MAX) {
-		if (t->stack) {
-			if (w->ntcb_stacked < TCB_STACKED_MAX)
-				w->ntcb_stacked++;
-			else
-				wft_stack_release(w, t);
-		}
-		t->link = w->tcb_cache;
-		w->tcb_cache = t;
-		w->ntcb++;
-		return;
-	}
-	if (t->stack)
-		wft_stack_release(w, t);
-	global_push(t, t);
-}
-
-unsigned wft_tcb_cache_drop_stacks(struct wft_worker *w)
-{
-	unsigned unmapped = 0;
-
-	for (struct weft_thread *t = w->tcb_cache; t && w->ntcb_stacked; t = t->link) {
-		if (t->stack) {
-			unmapped += (unsigned)wft_stack_release(w, t);
-			w->ntcb_stacked--;
-		}
-	}
-	return unmapped;
-}
-
-/* Return a worker's cache to the global pool (worker exit; before the
- * stack cache goes). */
-void wft_tcb_cache_flush(struct wft_worker *w)
-{
-	while (w->tcb_cache) {
-		struct weft_thread *t = w->tcb_cache;
-
-		w->tcb_cache = t->link;
-		if (t->stack)
-			wft_stack_release(w, t);
-		global_push(t, t);
-	}
-	w->ntcb = 0;
-	w->ntcb_stacked = 0;
-}
-
-/*
- * Shutdown: the slabs stay (I1 holds for the life of the process, so a
- * handle used after weft_shutdown reads a TCB, never freed memory), and
- * every TCB that was never reaped (a joinable thread that exited and was
- * not joined: EXITED) is freed here: FREE with its generation, back into the global pool. A
- * join or detach of such a stale handle then finds FREE and returns
- * EINVAL, where before it read freed memory, returned 0 and pushed the
- * TCB into the next runtime's pool. A stale handle whose TCB a later
- * runtime reuses is the dangling-handle case of weft_join (undefined, as
- * in pthreads). The worker caches were flushed to the global pool by the
- * workers' exits. Context: weft_shutdown, the workers joined.
- */
-static void tcb_fini_one(struct weft_thread *t, void *arg)
-{
-	/* relaxed: the workers are joined (pthread_join orders) */
-	uintptr_t js = atomic_load_explicit(&t->jstate, memory_order_relaxed);
-
-	(void)arg;
-	/* EXITED only: an EXITED_T belongs to a joiner that was woken and
-	 * will reap it itself (an OS thread whose join races the shutdown);
-	 * freeing it here too would push it twice */
-	if (WFT_JS_IS_JOINER(js) || WFT_JS_CODE(js) != WFT_J_EXITED)
-		return;
-	if (t->specific) {
-		free(t->specific);
-		t->specific = NULL;
-		t->nspecific = 0;
-	}
-	if (t->stack)
-		wft_stack_release(NULL, t);
-	atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_FREE, t->seq), memory_order_relaxed);
-	global_push(t, t);
-}
-
-void wft_tcb_pool_fini_unsafe(void)
-{
-	wft_tcb_foreach(tcb_fini_one, NULL);
-}
-
-/* Every TCB of every slab, malloc'd and bulk. */
-void wft_tcb_foreach(void (*fn)(struct weft_thread *t, void *arg), void *arg)
-{
-	struct tcb_slab *lists[2];
-
-	pthread_mutex_lock(&slab_lock);
-	lists[0] = slabs;
-	lists[1] = bulk_slabs;
-	for (int l = 0; l < 2; l++)
-		for (struct tcb_slab *s = lists[l]; s; s = s->next)
-			for (unsigned i = 0; i < TCB_SLAB; i++)
-				fn(&s->tcbs[i], arg);
-	pthread_mutex_unlock(&slab_lock);
-}
 
 /* ---------------------------------------------------------------------- */
 /* Spawn, exit, join, detach */
@@ -482,57 +231,37 @@ static struct wft_worker *spawn_target(struct wft_worker *w, int pin)
 	return wft_rt.workers[i % (unsigned)wft_rt.nworkers];
 }
 
-/*
- * Spawn. The common call (no attributes, from a weft thread, runtime
- * running) is kept short: it is half of spawn+join, the fib benchmark's
- * whole cost. Every TCB field a previous life may have changed is reset
- * here; the ones its free already reset (specific, nspecific, jstate) and
- * the ones only a running thread sets are not.
- */
-int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+/* A TCB for a new thread with a stack of ss bytes and guard: a cached
+ * TCB keeps its last stack if it fits. NULL (EAGAIN) if there is no
+ * memory, or if the thread would need a new stack while threads wait for
+ * one. Context: weft_spawn (w: the caller's worker or NULL). */
+static inline struct weft_thread *spawn_tcb(struct wft_worker *w, size_t ss, int guard)
 {
-	struct wft_worker *w;
-	struct weft_thread *t;
-	size_t ss;
-	int guard, pin, detached, rc;
+	struct weft_thread *t = wft_tcb_alloc(w);
 
-	if (!fn)
-		return EINVAL;
-	if (wft_in_forked_child())
-		return ENOTSUP;
-	/* From a weft thread the runtime is running (weft_shutdown waits for
-	 * every weft thread and refuses to run in one), so the state check of
-	 * spawn_check() is only needed from OS threads. */
-	w = wft_worker_self();
-	if (wft_likely(!attr && w)) {
-		spawn_defaults(&ss, &guard, &pin, &detached);
-	} else {
-		/* a gang in the attribute (weft_attr_setgang): the gang spawns
-		 * the member, with a copy of attr whose gang is cleared, so
-		 * this recursion ends (runtime/gang.c) */
-		if (wft_unlikely(attr && attr->reserved[0]))
-			return wft_gang_spawn_attr(out, fn, arg, attr);
-		rc = spawn_check(attr, &ss, &guard, &pin, &detached);
-		if (rc)
-			return rc;
-	}
-	if (!detached && !out)
-		return EINVAL;
-	t = wft_tcb_alloc(w);
 	if (!t)
-		return EAGAIN;
+		return NULL;
 	/* A cached TCB may keep its last stack; it serves if it fits */
 	if (!t->stack || t->stack_size != ss || t->guard != guard) {
 		/* relaxed: a gate, not a synchronisation (worker.c "Stack
 		 * shortage") */
 		if (wft_unlikely(atomic_load_explicit(&wft_stack_waiters.n, memory_order_relaxed) > 0)) {
 			wft_tcb_release(w, t);
-			return EAGAIN;
+			return NULL;
 		}
 		if (t->stack)
 			wft_stack_release(w, t);   /* only cached TCBs hold one: w is set */
 	}
+	return t;
+}
 
+/* Start t's new life: every TCB field a previous life may have changed is
+ * reset here; the ones its free already reset (specific, nspecific,
+ * jstate) and the ones only a running thread sets are not. Ends with the
+ * join state and RUNNABLE. Context: weft_spawn, t not yet published. */
+static inline void spawn_reset(struct weft_thread *t, weft_fn_t fn, void *arg, const weft_attr_t *attr,
+			       size_t ss, int guard, int pin, int detached)
+{
 	t->fpenv = wft_fpenv_get();
 	t->fn = fn;
 	t->arg = arg;
@@ -577,15 +306,18 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 			      memory_order_release);
 	/* relaxed: likewise published by the push */
 	atomic_store_explicit(&t->state, WFT_T_RUNNABLE, memory_order_relaxed);
-	wft_count_birth(w);
-	if (out)
-		*out = detached ? NULL : t;
+}
 
+/* Queue the new thread t: on the spawner's worker w (see "Spawn order" in
+ * worker.c), else on its pinned worker or the round-robin choice for an
+ * OS thread's spawn. Context: weft_spawn. */
+static inline void spawn_queue(struct wft_worker *w, struct weft_thread *t, int pin)
+{
 	/* stats: a worker's spawns are its nborn (wft_count_birth above),
 	 * read by weft_stats_get; only OS-thread spawns need a counter */
 	if (wft_likely(w && pin < 0)) {
 		wft_worker_push_spawn(w, t);
-		return 0;
+		return;
 	}
 	if (!w)
 		wft_stat_os_inc(spawns);
@@ -597,6 +329,51 @@ int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *a
 		else
 			wft_wake_push(target, t, t, 1);
 	}
+}
+
+/*
+ * Spawn. The common call (no attributes, from a weft thread, runtime
+ * running) is kept short: it is half of spawn+join, the fib benchmark's
+ * whole cost. Its phases are inline functions: take a TCB (spawn_tcb),
+ * reset it (spawn_reset), count the birth, queue it (spawn_queue).
+ */
+int weft_spawn(weft_thread_t *out, weft_fn_t fn, void *arg, const weft_attr_t *attr)
+{
+	struct wft_worker *w;
+	struct weft_thread *t;
+	size_t ss;
+	int guard, pin, detached, rc;
+
+	if (!fn)
+		return EINVAL;
+	if (wft_in_forked_child())
+		return ENOTSUP;
+	/* From a weft thread the runtime is running (weft_shutdown waits for
+	 * every weft thread and refuses to run in one), so the state check of
+	 * spawn_check() is only needed from OS threads. */
+	w = wft_worker_self();
+	if (wft_likely(!attr && w)) {
+		spawn_defaults(&ss, &guard, &pin, &detached);
+	} else {
+		/* a gang in the attribute (weft_attr_setgang): the gang spawns
+		 * the member, with a copy of attr whose gang is cleared, so
+		 * this recursion ends (runtime/gang.c) */
+		if (wft_unlikely(attr && attr->reserved[0]))
+			return wft_gang_spawn_attr(out, fn, arg, attr);
+		rc = spawn_check(attr, &ss, &guard, &pin, &detached);
+		if (rc)
+			return rc;
+	}
+	if (!detached && !out)
+		return EINVAL;
+	t = spawn_tcb(w, ss, guard);
+	if (!t)
+		return EAGAIN;
+	spawn_reset(t, fn, arg, attr, ss, guard, pin, detached);
+	wft_count_birth(w);
+	if (out)
+		*out = detached ? NULL : t;
+	spawn_queue(w, t, pin);
 	return 0;
 }
 

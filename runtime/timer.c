@@ -6,7 +6,7 @@
  *
  * Objects and states: a timer is IDLE, ARMED (in exactly one heap, at
  * index idx) or FIRING (popped by the heap's owner, fn running). See the
- * state comment in runtime/wft.h.
+ * state comment in runtime/timer.h.
  *
  * Invariants:
  *   I1 An ARMED timer is in the heap of tm->heap at index tm->idx; the heap's
@@ -36,7 +36,9 @@
  * wakeups times the timeout length); a hashed timing wheel (the deadlines
  * here are few per worker and precision matters more than O(1) insertion).
  */
-#include "runtime/wft.h"
+#include "runtime/timer.h"
+#include "runtime/worker.h"
+#include "runtime/fault.h"
 
 #include <stdlib.h>
 

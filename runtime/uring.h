@@ -10,6 +10,13 @@
 
 #include <liburing.h>
 
+/* io_uring hooks (runtime/uring.c). A worker without a ring sleeps on the futex. */
+int wft_uring_setup(struct wft_worker *w);
+void wft_uring_teardown(struct wft_worker *w);
+unsigned wft_uring_poll(struct wft_worker *w);                 /* submit + reap; owner */
+void wft_uring_wait(struct wft_worker *w, weft_time_t deadline); /* idle sleep; owner */
+void wft_uring_kick(struct wft_worker *w);                     /* any */
+
 /*
  * user_data of an SQE: either the address of the struct wft_waiter of the
  * weft thread that waits for the CQE (always >= WFT_URING_TAG_MAX: it is a

@@ -1,7 +1,7 @@
 /*
  * runtime/waiter.c - waiters: what every blocking primitive parks.
  *
- * What it owns: struct wft_waiter (runtime/wft.h), the one abstraction that
+ * What it owns: struct wft_waiter (runtime/waiter.h), the one abstraction that
  * lets every primitive work from weft threads and from plain OS threads.
  * A waiter is either
  *   - a weft thread: it waits with wft_thread_park() and is woken through
@@ -36,7 +36,9 @@
  * address that may already be reused: the kernel finds no waiter or wakes
  * one that re-checks its word (the same accepted pattern as glibc's).
  */
-#include "runtime/wft.h"
+#include "runtime/waiter.h"
+#include "runtime/futex.h"
+#include "runtime/wake.h"
 
 void wft_waiter_init(struct wft_waiter *wt)
 {

@@ -24,7 +24,7 @@ import gdb
 
 STATES = {0: "new", 1: "runnable", 2: "running", 3: "parked", 4: "exited",
           5: "parked (join)"}
-JS_FREE = 5        # WFT_J_FREE (runtime/wft.h)
+JS_FREE = 5        # WFT_J_FREE (runtime/thread.h)
 JS_DETACHED = 3
 JS_EXITED = 4
 

@@ -5,7 +5,7 @@
  * the next, the next slot, and the order in which a worker looks for work.
  * docs/design.md "Scheduling loop" has the picture.
  *
- * Objects: struct wft_worker (runtime/wft.h). w->current is the running
+ * Objects: struct wft_worker (runtime/worker.h). w->current is the running
  * thread (NULL while the scheduler loop runs on the worker's OS stack,
  * w->sched_ctx). Switches go directly from thread to thread; the scheduler
  * loop only runs when a worker has nothing to do.
@@ -55,7 +55,7 @@
  * owner's exchange comes first in the slot's modification order (the
  * thief's CAS then fails: the value is no longer t) or the thief's CAS does
  * (the owner's exchange then returns NULL and it picks from the runqueue).
- * The slot value carries a pinned tag (wft.h WFT_NEXT_PINNED): a thief
+ * The slot value carries a pinned tag (worker.h WFT_NEXT_PINNED): a thief
  * skips pinned threads without reading the TCB, and its CAS on a TCB
  * reused meanwhile by a pinned thread fails.
  * The cost is one locked exchange per next-slot pick (not per switch).
@@ -75,6 +75,7 @@
 #include "runtime/wft.h"
 #include "runtime/diag.h"
 #include "runtime/sanitizer.h"
+#include "runtime/uring.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -214,7 +215,7 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 		maybe_wake_idle(w, true, 0);
 }
 
-/* The rare half of stack_offer: the stacks that cached TCBs keep (thread.c
+/* The rare half of stack_offer: the stacks that cached TCBs keep (tcb.c
  * "Stacks that stay with their TCB") go to the stack cache first, then
  * the cache to the pool. */
 static __attribute__((noinline)) void stack_offer_slow(struct wft_worker *w)
@@ -343,7 +344,7 @@ static __attribute__((noinline)) bool finish_switch_slow(struct wft_worker *w,
 		 * worker finishing this switch needs nothing shutdown frees */
 		wft_count_death(w);
 		/* keep_stack: written by prev itself before its exit switch, on
-		 * this OS thread (see thread.c "Stacks that stay with their TCB") */
+		 * this OS thread (see tcb.c "Stacks that stay with their TCB") */
 		if (!prev->keep_stack)
 			wft_stack_release(w, prev);
 		/* TSan: the fiber dies with the run (see runtime/sanitizer.h);
@@ -464,7 +465,7 @@ static __attribute__((noinline)) bool prepare_slow(struct wft_worker *w, struct 
 	return true;
 }
 
-/* The common first run reuses the stack its TCB kept (thread.c "Stacks
+/* The common first run reuses the stack its TCB kept (tcb.c "Stacks
  * that stay with their TCB"): only the context is made. */
 static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
 							  struct weft_thread *next)

@@ -8,11 +8,13 @@ libweft_la_SOURCES += \
 	sync/once.c \
 	sync/rwlock.c \
 	sync/sem.c \
+	sync/slock.c \
 	sync/waitgroup.c \
 	sync/wake_q.c
 
 noinst_HEADERS += \
 	sync/mutex.h \
+	sync/slock.h \
 	sync/waitq.h
 
 weftinclude_HEADERS += \

@@ -5,7 +5,7 @@
  * -------------------
  * The channel object: a ring buffer of fixed-size elements, two wait queues
  * (blocked senders, blocked receivers), a closed flag, and the internal lock
- * that protects all of them (struct wft_slock of sync/waitq.h, the lock of
+ * that protects all of them (struct wft_slock of sync/slock.h, the lock of
  * every sync object: a bounded spin, then a futex sleep). And select: one waiter queued on several
  * channels at once, completed by exactly one of them. Parking itself (weft
  * thread or OS thread, deadlines) is runtime/waiter.c's struct wft_waiter.
@@ -764,7 +764,94 @@ static void unlock_all(struct weft_chan **order, size_t n)
 			chan_unlock(order[i]);
 }
 
-/* Select (see the section above); the two public calls are its forms.
+/* Check the cases: a case with a channel (an enabled case) needs a valid
+ * op and an element. Returns 0 with *nen the number of enabled cases, or
+ * EINVAL. */
+static int sel_check(const weft_chan_case_t *cases, size_t n, size_t *nen)
+{
+	*nen = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (cases[i].chan == NULL)
+			continue;
+		if ((cases[i].op != WEFT_CHAN_SEND && cases[i].op != WEFT_CHAN_RECV) ||
+		    cases[i].elem == NULL)
+			return EINVAL;
+		(*nen)++;
+	}
+	return 0;
+}
+
+/* Fill order with the nen enabled cases' channels sorted by address: the
+ * lock order of lock_all (I5). */
+static void sel_order(const weft_chan_case_t *cases, size_t n, struct weft_chan **order, size_t nen)
+{
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (cases[i].chan != NULL)
+			order[k++] = cases[i].chan;
+	if (nen <= SEL_STACK_CASES) {
+		/* insertion sort: a handful of pointers */
+		for (size_t i = 1; i < nen; i++) {
+			struct weft_chan *c = order[i];
+			size_t j = i;
+
+			for (; j > 0 && (uintptr_t)order[j - 1] > (uintptr_t)c; j--)
+				order[j] = order[j - 1];
+			order[j] = c;
+		}
+	} else {
+		qsort(order, nen, sizeof(*order), cmp_chan);
+	}
+}
+
+/* The polling pass: try each enabled case once, starting at a random one,
+ * with every channel locked. Returns EAGAIN if none could complete (the
+ * channels stay locked), else the completed case's result, with *chosen
+ * set, the channels unlocked and the peer woken. Locks: every channel of
+ * order. */
+static int sel_poll_locked(weft_chan_case_t *cases, size_t n, size_t *chosen,
+			   struct weft_chan **order, size_t nen)
+{
+	struct chan_wake wk = { NULL, false };
+	size_t start = sel_rand() % n;
+
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (start + k) % n;
+		int err;
+
+		if (cases[i].chan == NULL)
+			continue;
+		err = op_locked(cases[i].chan, cases[i].op, cases[i].elem, &wk);
+		if (err != EAGAIN) {
+			unlock_all(order, nen);
+			wake_peer(&wk);
+			*chosen = i;
+			return err;
+		}
+	}
+	return EAGAIN;
+}
+
+/* Queue one wait record of sel on every enabled case's channel (ws[i] for
+ * case i). Locks: every channel of the cases. */
+static void sel_enqueue_locked(weft_chan_case_t *cases, size_t n, struct chan_wait *ws,
+			       struct chan_sel *sel)
+{
+	sel_init(sel);
+	for (size_t i = 0; i < n; i++) {
+		ws[i].ch = cases[i].chan;
+		if (ws[i].ch == NULL)
+			continue;
+		ws[i].sel = sel;
+		ws[i].elem = cases[i].elem;
+		ws[i].idx = i;
+		ws[i].wnext = NULL;
+		enqueue_locked(&ws[i], cases[i].op);
+	}
+}
+
+/* Select (see the section above); the two public calls are its forms:
+ * check the cases, lock their channels in address order, poll each case
+ * once, and unless polling, queue on every channel and wait.
  * Context: any. May park: yes, unless try.
  * Returns: as weft_chan_select() in include/weft/chan.h. */
 static int chan_select(weft_chan_case_t *cases, size_t n, size_t *chosen,
@@ -774,22 +861,15 @@ static int chan_select(weft_chan_case_t *cases, size_t n, size_t *chosen,
 	struct weft_chan *stack_order[SEL_STACK_CASES];
 	struct chan_wait *ws = stack_ws;
 	struct weft_chan **order = stack_order;
-	struct chan_wake wk = { NULL, false };
 	struct chan_sel sel;
-	size_t nen = 0, start;
+	size_t nen;
 	bool poll;
 	int err;
 
 	if ((cases == NULL && n > 0) || chosen == NULL || n > WEFT_CHAN_SELECT_MAX)
 		return EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (cases[i].chan == NULL)
-			continue;
-		if ((cases[i].op != WEFT_CHAN_SEND && cases[i].op != WEFT_CHAN_RECV) ||
-		    cases[i].elem == NULL)
-			return EINVAL;
-		nen++;
-	}
+	if (sel_check(cases, n, &nen))
+		return EINVAL;
 	if (nen == 0) {
 		/* nothing can ever complete: a poll fails, a timed select sleeps */
 		if (try)
@@ -807,54 +887,18 @@ static int chan_select(weft_chan_case_t *cases, size_t n, size_t *chosen,
 			return EAGAIN;
 		order = (struct weft_chan **)(ws + n);
 	}
-	for (size_t i = 0, k = 0; i < n; i++)
-		if (cases[i].chan != NULL)
-			order[k++] = cases[i].chan;
-	if (nen <= SEL_STACK_CASES) {
-		/* insertion sort: a handful of pointers */
-		for (size_t i = 1; i < nen; i++) {
-			struct weft_chan *c = order[i];
-			size_t j = i;
-
-			for (; j > 0 && (uintptr_t)order[j - 1] > (uintptr_t)c; j--)
-				order[j] = order[j - 1];
-			order[j] = c;
-		}
-	} else {
-		qsort(order, nen, sizeof(*order), cmp_chan);
-	}
+	sel_order(cases, n, order, nen);
 
 	lock_all(order, nen);
-	start = sel_rand() % n;
-	for (size_t k = 0; k < n; k++) {
-		size_t i = (start + k) % n;
-
-		if (cases[i].chan == NULL)
-			continue;
-		err = op_locked(cases[i].chan, cases[i].op, cases[i].elem, &wk);
-		if (err != EAGAIN) {
-			unlock_all(order, nen);
-			wake_peer(&wk);
-			*chosen = i;
-			goto out;
-		}
-	}
+	err = sel_poll_locked(cases, n, chosen, order, nen);
+	if (err != EAGAIN)
+		goto out;
 	if (poll) {
 		unlock_all(order, nen);
 		err = try ? EAGAIN : ETIMEDOUT;
 		goto out;
 	}
-	sel_init(&sel);
-	for (size_t i = 0; i < n; i++) {
-		ws[i].ch = cases[i].chan;
-		if (ws[i].ch == NULL)
-			continue;
-		ws[i].sel = &sel;
-		ws[i].elem = cases[i].elem;
-		ws[i].idx = i;
-		ws[i].wnext = NULL;
-		enqueue_locked(&ws[i], cases[i].op);
-	}
+	sel_enqueue_locked(cases, n, ws, &sel);
 	unlock_all(order, nen);
 	err = sel_wait(&sel, ws, n, chosen, deadline);
 out:

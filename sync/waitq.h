@@ -1,11 +1,6 @@
 /*
  * sync/waitq.h - pieces shared by the sync primitives (private).
  *
- *  - struct wft_slock: the small internal lock inside every sync object. It
- *    protects the object's wait queue and the flag changes that go with it,
- *    is held for a few dozen instructions, and NEVER across a park or a wake
- *    (wakes are collected in a wake queue and issued after the unlock, the
- *    kernel's wake_q rule; see sync/wake_q.c).
  *  - struct wft_swaiter: a primitive's wait record, on the waiter's stack,
  *    wrapping the generic struct wft_waiter of runtime/waiter.c.
  *  - struct wft_waitq: a FIFO of wait records, NULL-terminated so that an
@@ -15,51 +10,14 @@
  *  - the wake queue internals (struct wft_wake_q) and "pick", the choice of
  *    which waiter to wake (FIFO, or a cache-hot one among the first few).
  *
- * Lock order (the only nesting among sync objects): a cond's slock, then its
- * mutex's slock. Nothing else nests.
+ * Every object's wait queue is protected by its slock (sync/slock.h).
  */
 #ifndef WFT_SYNC_WAITQ_H
 #define WFT_SYNC_WAITQ_H
 
 #include "runtime/wft.h"
+#include "sync/slock.h"
 #include <weft/sync.h>
-
-/* ---------------------------------------------------------------------- */
-/* Internal lock: test-and-set with a bounded spin, then a futex sleep.
- *
- * Values: 0 free, 1 held, 2 held and someone may sleep on the futex (the
- * unlocker must wake one). The futex fallback exists because the holder
- * may be an OS thread (or a worker) that the kernel preempted inside the
- * critical section; spinning for its whole time slice would burn the CPU it
- * needs. A weft thread holding the lock never switches away while holding
- * it, so a sleeper can never wait for a thread of its own worker. */
-
-struct wft_slock {
-	_Atomic uint32_t v;
-};
-
-void wft_wake_q_lock_slow(struct wft_slock *l);
-void wft_wake_q_unlock_slow(struct wft_slock *l);
-
-static inline void wft_slock_lock(struct wft_slock *l)
-{
-	uint32_t z = 0;
-
-	/* acquire: the critical section reads what the previous holder wrote;
-	 * pairs with the release xchg in wft_slock_unlock */
-	if (wft_likely(wft_cas(&l->v, &z, 1, acquire)))
-		return;
-	wft_wake_q_lock_slow(l);
-}
-
-static inline void wft_slock_unlock(struct wft_slock *l)
-{
-	/* release: publishes the critical section; pairs with the acquire CAS
-	 * (or xchg) of the next holder. An xchg, not a store, because we must
-	 * learn whether a sleeper announced itself (value 2). */
-	if (wft_unlikely(wft_xchg(&l->v, 0, release) == 2))
-		wft_wake_q_unlock_slow(l);
-}
 
 /* ---------------------------------------------------------------------- */
 /* Wait records and queues. */

@@ -1,7 +1,6 @@
 /*
- * sync/wake_q.c - wake queues (the kernel's wake_q, batched per worker), the
- * choice of which waiter to wake ("pick"), and the slow path of the sync
- * objects' internal lock.
+ * sync/wake_q.c - wake queues (the kernel's wake_q, batched per worker) and
+ * the choice of which waiter to wake ("pick").
  *
  * What it owns
  *   weft_wakeq_t / struct wft_wake_q: a caller-local list of waiters that a
@@ -111,7 +110,7 @@
  *     one more CAS for that worker).
  *   - Allocating anything: the links are intrusive (record node, t->link).
  *
- * The internal lock's slow path ("Slock") lives here too: see sync/waitq.h.
+ * The sync objects' internal lock (the slock) is sync/slock.h and .c.
  */
 #include "sync/waitq.h"
 
@@ -131,41 +130,6 @@
  * workers than that at once on the machines we run on (2 to 8 workers); a
  * full table delivers its oldest group early, which costs one extra CAS. */
 #define WFT_WAKEQ_GROUPS 8
-
-/* Slock: bounded spin before sleeping on the futex. The critical sections
- * are queue edits of tens of ns; 64 PAUSEs (~2 us at 25-35 ns each) cover
- * any holder that is actually running, while a futex sleep + wake costs
- * several microseconds, so spinning longer only pays when the holder was
- * preempted, and then it does not pay at all. */
-#define WFT_SLOCK_SPINS 64
-
-/* ---------------------------------------------------------------------- */
-/* Slock slow path (see sync/waitq.h for the values 0/1/2). */
-
-void wft_wake_q_lock_slow(struct wft_slock *l)
-{
-	uint32_t z;
-
-	for (unsigned i = 0; i < WFT_SLOCK_SPINS; i++) {
-		wft_cpu_relax();
-		z = 0;
-		/* relaxed: test before test-and-set, re-checked by the CAS */
-		if (wft_load(&l->v, relaxed) == 0 &&
-		    /* acquire: pairs with the release xchg in wft_slock_unlock */
-		    wft_cas(&l->v, &z, 1, acquire))
-			return;
-	}
-	/* acquire: as above. Setting 2 tells the unlocker to wake a sleeper;
-	 * we keep 2 after taking the lock (we cannot know whether others
-	 * sleep), which costs at most one spurious futex wake. */
-	while (wft_xchg(&l->v, 2, acquire) != 0)
-		wft_futex_wait(&l->v, 2, WEFT_TIME_INFINITE);
-}
-
-void wft_wake_q_unlock_slow(struct wft_slock *l)
-{
-	wft_futex_wake(&l->v, 1);
-}
 
 /* ---------------------------------------------------------------------- */
 /* Pick. */

@@ -334,7 +334,7 @@ START_TEST(attrs)
 END_TEST
 
 /* A TCB keeps its stack after a detached exit or an exit into a waiting
- * weft joiner (thread.c "Stacks that stay with their TCB"); a later spawn
+ * weft joiner (tcb.c "Stacks that stay with their TCB"); a later spawn
  * that takes the TCB with another stack size or guard setting must get a
  * stack of its own size. The big child touches 3 MiB of its stack: on a
  * reused default-size stack it would hit the guard page. */
@@ -1411,7 +1411,7 @@ static bool wait_exits(uint64_t n, weft_time_t ns)
 }
 
 /* Four stacks of big's size on worker 0, from four threads alive at once
- * (sc_warmup). detached: they stay with the cached TCBs (thread.c "Stacks
+ * (sc_warmup). detached: they stay with the cached TCBs (tcb.c "Stacks
  * that stay with their TCB"); else this OS thread joins them and they go
  * to the worker's stack cache. No other thread may have exited yet
  * (wait_exits counts every exit since init). */
@@ -1511,7 +1511,7 @@ END_TEST
  *   _i = 0  in its stack cache, while a pinned thread keeps it busy (it
  *           never idles, so it never steals);
  *   _i = 1  with its cached TCBs (detached threads keep their stack,
- *           thread.c "Stacks that stay with their TCB"), busy as in 0;
+ *           tcb.c "Stacks that stay with their TCB"), busy as in 0;
  *   _i = 2  in its stack cache while it sleeps (parked deep, no tick).
  * While a thread waits for a stack, every worker hands what it holds to
  * the shared pool at its next pick, and the waiter's first failure kicks
