@@ -392,6 +392,174 @@ START_TEST(test_mutex_counter)
 }
 END_TEST
 
+/* The 1 ms fair hand-off: a hog holds the mutex 100 us at a time and
+ * relocks at once, and the waiter comes back from each futex wait 200 us
+ * late (the syscall hook), so each time it is woken it finds the lock
+ * taken again: a barging lock (glibc's, and ours before the hand-off, where
+ * the waiter's 2 s clocklock timed out) passes it over for as long as the
+ * hog runs. With the hand-off, once the waiter has slept 1 ms the hog's
+ * unlock passes the lock to the sleepers instead of freeing it.
+ * _i: the mutex kind (NORMAL, ERRORCHECK). */
+#define FAIR_ROUNDS 20
+static pthread_mutex_t fair_m;
+static atomic_int fair_stop;
+static atomic_long fair_holds;
+
+static void spin_us(long us)
+{
+	struct timespec a;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	while (elapsed_ms(&a, CLOCK_MONOTONIC) * 1000 < us) {
+		struct timespec b;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 >= us)
+			break;
+	}
+}
+
+static _Thread_local int fair_late;
+
+static void fair_hook(long nr, const long *a, int after, long ret)
+{
+	(void)a;
+	(void)ret;
+	if (after && nr == SYS_futex && fair_late)
+		spin_us(200);
+}
+
+static void *fair_hog(void *p)
+{
+	(void)p;
+	while (!atomic_load(&fair_stop)) {
+		pthread_mutex_lock(&fair_m);
+		spin_us(100);
+		atomic_fetch_add(&fair_holds, 1);
+		pthread_mutex_unlock(&fair_m);
+	}
+	return NULL;
+}
+
+START_TEST(test_mutex_fair_handoff)
+{
+	static const int fair_kinds[] = { PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_ERRORCHECK };
+	pthread_mutexattr_t a;
+	pthread_t hog;
+	struct timespec t0, d;
+	long waited[FAIR_ROUNDS], worst = 0;
+	int e = 0;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, fair_kinds[_i]);
+	ck_assert_int_eq(pthread_mutex_init(&fair_m, &a), 0);
+	pthread_mutexattr_destroy(&a);
+	atomic_store(&fair_stop, 0);
+	atomic_store(&fair_holds, 0);
+	ck_assert_int_eq(pthread_create(&hog, NULL, fair_hog, NULL), 0);
+	while (atomic_load(&fair_holds) < 10)
+		usleep(1000);
+	atomic_store(&syscall_hook, fair_hook);
+	fair_late = 1;
+	for (int i = 0; i < FAIR_ROUNDS && e == 0; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		d = in_ms(CLOCK_MONOTONIC, 2000);
+		e = pthread_mutex_clocklock(&fair_m, CLOCK_MONOTONIC, &d);
+		waited[i] = elapsed_ms(&t0, CLOCK_MONOTONIC);
+		if (waited[i] > worst)
+			worst = waited[i];
+		if (e == 0) {
+			spin_us(100);
+			pthread_mutex_unlock(&fair_m);
+		}
+		usleep(2000);
+	}
+	fair_late = 0;
+	atomic_store(&syscall_hook, NULL);
+	atomic_store(&fair_stop, 1);
+	pthread_join(hog, NULL);
+	ck_assert_int_eq(pthread_mutex_destroy(&fair_m), 0);
+	printf("mutex_fair_handoff[%d]: longest of %d waits %ld ms, %ld holds by the hog\n", _i,
+	       FAIR_ROUNDS, worst, atomic_load(&fair_holds));
+	/* glibc (WEFT_PRELOAD=off) lets the hog barge: no bound to check */
+	if (!preload_on())
+		return;
+	ck_assert_msg(e == 0, "the waiter starved behind a relocking owner: %d", e);
+	/* 1 ms, a futex wake and a few holds; 50 ms leaves room for a loaded
+	 * machine and the sanitizers */
+	ck_assert_msg(worst < 50, "a wait took %ld ms", worst);
+}
+END_TEST
+
+/* The fair hand-off against timeouts: the waiter's timed locks expire
+ * (0.5 to 3 ms) while it is counted as starving and the hog's unlocks hand
+ * the lock to the sleepers. A hand-off that nobody takes would leave the
+ * word HANDED, and the hog's next lock would sleep for good: the hog's
+ * locks are timed (1 s) and a timeout fails the test. Seeded, 1 s. */
+static atomic_int fair_stuck;
+
+static void *fair_timed_hog(void *p)
+{
+	(void)p;
+	while (!atomic_load(&fair_stop)) {
+		struct timespec d = in_ms(CLOCK_MONOTONIC, 1000);
+		if (pthread_mutex_clocklock(&fair_m, CLOCK_MONOTONIC, &d) != 0) {
+			atomic_store(&fair_stuck, 1);
+			break;
+		}
+		spin_us(100);
+		atomic_fetch_add(&fair_holds, 1);
+		pthread_mutex_unlock(&fair_m);
+	}
+	return NULL;
+}
+
+START_TEST(test_mutex_fair_timeouts)
+{
+	pthread_t hog;
+	struct timespec start, d;
+	unsigned long long seed0 = (unsigned long long)time(NULL), seed = seed0;
+	long got = 0, timedout = 0;
+
+	ck_assert_int_eq(pthread_mutex_init(&fair_m, NULL), 0);
+	atomic_store(&fair_stop, 0);
+	atomic_store(&fair_stuck, 0);
+	atomic_store(&fair_holds, 0);
+	ck_assert_int_eq(pthread_create(&hog, NULL, fair_timed_hog, NULL), 0);
+	atomic_store(&syscall_hook, fair_hook);
+	fair_late = 1;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (elapsed_ms(&start, CLOCK_MONOTONIC) < 1000 && !atomic_load(&fair_stuck)) {
+		struct timespec now;
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long us = 500 + (long)((seed >> 33) % 2500);
+		d = now;
+		d.tv_nsec += us * 1000;
+		if (d.tv_nsec >= 1000000000L) {
+			d.tv_sec++;
+			d.tv_nsec -= 1000000000L;
+		}
+		int e = pthread_mutex_clocklock(&fair_m, CLOCK_MONOTONIC, &d);
+		ck_assert(e == 0 || e == ETIMEDOUT);
+		if (e == 0) {
+			got++;
+			pthread_mutex_unlock(&fair_m);
+		} else {
+			timedout++;
+		}
+	}
+	fair_late = 0;
+	atomic_store(&syscall_hook, NULL);
+	atomic_store(&fair_stop, 1);
+	pthread_join(hog, NULL);
+	printf("mutex_fair_timeouts: seed=%llu, %ld locks, %ld timeouts, %ld holds by the hog\n",
+	       seed0, got, timedout, atomic_load(&fair_holds));
+	ck_assert_msg(!atomic_load(&fair_stuck), "the hog's lock slept for 1 s: a hand-off was lost");
+	ck_assert_int_eq(pthread_mutex_lock(&fair_m), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&fair_m), 0);
+	ck_assert_int_eq(pthread_mutex_destroy(&fair_m), 0);
+}
+END_TEST
+
 /* glibc's own mutexes (robust, PI) work through us, cond included */
 START_TEST(test_mutex_glibc_kinds)
 {
@@ -2031,6 +2199,8 @@ int main(void)
 	tcase_add_test(tc, test_mutex_timeouts);
 	tcase_add_loop_test(tc, test_mutex_counter, 0, 4);
 	tcase_add_test(tc, test_mutex_glibc_kinds);
+	tcase_add_loop_test(tc, test_mutex_fair_handoff, 0, 2);
+	tcase_add_test(tc, test_mutex_fair_timeouts);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cond");
 	tcase_set_timeout(tc, 60);

@@ -1,9 +1,10 @@
 /* libweft-preload.so: pthread_mutex_* and C11 mtx_*.
  *
  * The lock word is glibc's lowlevellock: 0 free, 1 locked, 2 locked and
- * maybe sleepers. Lock: CAS 0->1; else spin while the owner may be running
- * (bounded by time), then xchg(2) and futex-sleep while the old value was
- * not 0. Unlock: xchg(0); a 2 means there may be sleepers, wake one.
+ * maybe sleepers; and 3 (WP_LOCK_HANDED), released to the sleepers only.
+ * Lock: CAS 0->1; else spin while the owner may be running (bounded by
+ * time), then xchg(2) and futex-sleep while the old value was neither 0
+ * nor HANDED. Unlock: xchg(0); a 2 means there may be sleepers, wake one.
  *
  * Why no wakeup is lost: a sleeper only sleeps with futex_wait(lock, 2),
  * which the kernel compares atomically with its queueing; it stored the 2
@@ -11,6 +12,41 @@
  * and an unlock before it made the xchg return 0 (acquired). A thread woken
  * re-takes the lock with xchg(2), never with CAS 0->1, so the 2 stays while
  * anyone may still sleep (this is also what the condvar requeue relies on).
+ *
+ * Fair hand-off
+ *   A barging lock lets a running thread that relocks at once beat the
+ *   sleeper its unlock woke, for as long as it keeps relocking (two threads
+ *   passing the lock by spinning kept a third out for up to 135 ms in
+ *   tests/check_preload.c mutex_fair_handoff). So, as weft's light-thread
+ *   mutex does after 1 ms: a sleeper that wakes without the lock and has
+ *   waited WP_MUTEX_STARVE_NS counts itself in m->starving (once; it
+ *   uncounts when it gets the lock or gives up). While m->starving is not
+ *   0, an unlock that finds sleepers (2) does not free the lock: it CASes
+ *   2 -> HANDED and wakes one. HANDED is not 0, so the CAS fast path, the
+ *   spinners and trylock cannot take it; a thread that arrives and sees
+ *   HANDED sleeps (futex_wait(lock, HANDED)) behind the sleepers; a thread
+ *   that has slept (woken, or its wait found the word changed) and a
+ *   condvar relock take it with their xchg(2), which returns HANDED. The
+ *   kernel wakes a futex's sleepers in order, so the lock goes down the
+ *   queue until the starving sleeper has it: its wait is bounded by the
+ *   sleepers ahead of it, not by how often others relock.
+ *   The race it must survive: the last starving sleeper gives up (timeout)
+ *   while an unlock hands the lock to the sleepers, and nobody is left to
+ *   take it: the lock would stay HANDED for ever and every later locker
+ *   would sleep. The unlock CASes the word to HANDED and then reads
+ *   m->starving; the leaver decrements m->starving and then reads the
+ *   word; all four are seq_cst, so at least one of them sees the other's
+ *   write (Dekker): the unlock finds no starving sleeper and undoes its
+ *   hand-off (CAS HANDED -> 0, wake one, as a plain unlock of a 2), or the
+ *   leaver finds HANDED and takes the lock (its timed lock then succeeds).
+ *   If both happen, only one of the two CASes on the word succeeds. A
+ *   HANDED word with a starving sleeper left is taken: the sleeper is in
+ *   the kernel's queue (the unlock's wake reaches it or a sleeper ahead of
+ *   it, and whoever wakes takes the lock), or it is on its way to the xchg
+ *   or to the futex wait, which fails at once on a changed word.
+ *   Cost: one relaxed load of m->starving (on the lock word's own cache
+ *   line) per unlock, nothing per lock; a lock that hands off is idle for
+ *   a wake latency per hand-off, which is why it starts only after 1 ms.
  */
 #include "config.h"
 
@@ -35,6 +71,13 @@ static void note_cpu(struct wp_mutex *m)
 
 /* spins in a row without the lock before a lock is no longer spun on */
 #define WP_SPIN_FAILS_MAX 4
+
+/* "Fair hand-off": the word's value while the lock is handed to the
+ * sleepers, and how long a sleeper waits before it asks for that (Go's and
+ * weft_mutex's 1 ms: long against a critical section, short against a
+ * human). */
+#define WP_LOCK_HANDED 3
+#define WP_MUTEX_STARVE_NS 1000000L
 
 static long now_ns(void)
 {
@@ -79,6 +122,8 @@ static int mx_spin(struct wp_mutex *m)
 		for (int i = 0; i < 64; i++) {
 			/* relaxed read, acquire on the CAS that takes the lock */
 			int v = __atomic_load_n(&m->lock, __ATOMIC_RELAXED);
+			if (v == WP_LOCK_HANDED)
+				goto out;   /* handed to the sleepers */
 			if (v == 0) {
 				int z = 0;
 				if (__atomic_compare_exchange_n(&m->lock, &z, 1, 0,
@@ -106,6 +151,70 @@ out:
 	return won;
 }
 
+/* A sleeper has waited since t0 without the lock: count it as starving
+ * once ("Fair hand-off"). relaxed: the count only needs to be seen by
+ * later unlocks, which read it again (seq_cst) before relying on it. */
+static void mx_note_wait(struct wp_mutex *m, long t0, int *counted)
+{
+	if (*counted || now_ns() - t0 < WP_MUTEX_STARVE_NS)
+		return;
+	__atomic_add_fetch(&m->starving, 1, __ATOMIC_RELAXED);
+	*counted = 1;
+}
+
+/* The timed wait of a counted sleeper is over: uncount, then take the lock
+ * if an unlock handed it over meanwhile ("Fair hand-off": the leaver's side
+ * of the Dekker pair, so both accesses are seq_cst). Returns 0 with the
+ * lock, or ETIMEDOUT. */
+static int mx_give_up(struct wp_mutex *m, int counted)
+{
+	int h = WP_LOCK_HANDED;
+
+	if (!counted)
+		return ETIMEDOUT;
+	__atomic_sub_fetch(&m->starving, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&m->lock, __ATOMIC_SEQ_CST) == WP_LOCK_HANDED &&
+	    __atomic_compare_exchange_n(&m->lock, &h, 2, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return 0;
+	return ETIMEDOUT;
+}
+
+/* Sleep until the lock is ours: the xchg(2) loop, plus the fair hand-off's
+ * rules (see the top of the file): an arrival sleeps behind a HANDED word,
+ * a sleeper takes it, and a long sleeper counts itself as starving.
+ * Returns 0 or ETIMEDOUT. */
+static int mx_sleep(struct wp_mutex *m, clockid_t clk, const struct timespec *abs)
+{
+	int slept = 0, counted = 0, v;
+	long t0 = 0;
+
+	for (;;) {
+		/* relaxed: a look only; the xchg below decides */
+		v = __atomic_load_n(&m->lock, __ATOMIC_RELAXED);
+		if (v != WP_LOCK_HANDED || slept) {
+			/* acquire: the critical section reads after the lock is
+			 * ours; the 2 tells the unlocker a sleeper may exist */
+			v = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE);
+			if (v == 0 || v == WP_LOCK_HANDED)
+				break;
+		}
+		if (!slept)
+			t0 = now_ns();
+		else
+			mx_note_wait(m, t0, &counted);
+		wp_count(WP_MUTEX, WP_PARKS);
+		slept = 1;
+		/* v: 2 (we stored it) or HANDED (an arrival behind the sleepers) */
+		if (wp_futex_wait((unsigned *)&m->lock, v == WP_LOCK_HANDED ? v : 2, abs, clk, 0) ==
+		    ETIMEDOUT)
+			return mx_give_up(m, counted);
+	}
+	if (counted)
+		/* relaxed: we hold the lock; see mx_note_wait */
+		__atomic_sub_fetch(&m->starving, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
 /* Take the lock word, sleeping as needed; 0 or ETIMEDOUT. */
 static int mx_acquire(struct wp_mutex *m, clockid_t clk, const struct timespec *abs)
 {
@@ -121,13 +230,7 @@ static int mx_acquire(struct wp_mutex *m, clockid_t clk, const struct timespec *
 		if (e)
 			return e;
 	}
-	/* acquire: as above; the 2 tells the unlocker a sleeper may exist */
-	while (__atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE) != 0) {
-		wp_count(WP_MUTEX, WP_PARKS);
-		if (wp_futex_wait((unsigned *)&m->lock, 2, abs, clk, 0) == ETIMEDOUT)
-			return ETIMEDOUT;
-	}
-	return 0;
+	return mx_sleep(m, clk, abs);
 }
 
 /* After a condvar wait: take the lock with the contended value (2), since
@@ -136,8 +239,10 @@ int wp_mutex_relock(struct wp_mutex *m)
 {
 	if (wp_mutex_is_glibc(m))
 		return WP_REAL(mutex_lock)((pthread_mutex_t *)m);
-	/* acquire: the critical section reads after the lock is ours */
-	while (__atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE) != 0) {
+	/* acquire: the critical section reads after the lock is ours; a
+	 * requeued waiter has slept, so a HANDED word is ours too */
+	for (int v; (v = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE)) != 0 &&
+		    v != WP_LOCK_HANDED;) {
 		wp_count(WP_MUTEX, WP_PARKS);
 		wp_futex_wait((unsigned *)&m->lock, 2, NULL, CLOCK_MONOTONIC, 0);
 	}
@@ -206,6 +311,31 @@ int wp_mutex_trylock(struct wp_mutex *m)
 	return 0;
 }
 
+/* Unlock by handing the lock to the sleepers ("Fair hand-off"): 2 ->
+ * HANDED, then the Dekker re-check of m->starving. Returns 0 if the word
+ * was not 2 (no sleeper: unlock normally), 1 when the lock was handed over
+ * or released. */
+static int mx_hand_off(struct wp_mutex *m)
+{
+	int v = 2;
+
+	/* seq_cst: the unlock's side of the Dekker pair with mx_give_up; also
+	 * a release of the critical section to the sleeper that takes it */
+	if (!__atomic_compare_exchange_n(&m->lock, &v, WP_LOCK_HANDED, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_RELAXED))
+		return 0;
+	if (__atomic_load_n(&m->starving, __ATOMIC_SEQ_CST) == 0) {
+		/* the starving sleepers gave up: undo, as a plain unlock of a 2
+		 * (unless one of them took the lock; then it owns it) */
+		v = WP_LOCK_HANDED;
+		if (!__atomic_compare_exchange_n(&m->lock, &v, 0, 0, __ATOMIC_RELEASE,
+						 __ATOMIC_RELAXED))
+			return 1;
+	}
+	wp_futex_wake((unsigned *)&m->lock, 1, 0);
+	return 1;
+}
+
 int wp_mutex_unlock(struct wp_mutex *m)
 {
 	int type = mx_type(m);
@@ -218,6 +348,9 @@ int wp_mutex_unlock(struct wp_mutex *m)
 			return 0;
 	}
 	__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);
+	/* relaxed: a hint; mx_hand_off reads it again (seq_cst) */
+	if (__atomic_load_n(&m->starving, __ATOMIC_RELAXED) != 0 && mx_hand_off(m))
+		return 0;
 	/* release: the critical section's writes before the lock is free */
 	if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) == 2)
 		wp_futex_wake((unsigned *)&m->lock, 1, 0);
@@ -235,7 +368,7 @@ int wp_mutex_init_kind(struct wp_mutex *m, int type)
 	m->spinner = 0;
 	m->fails = 0;
 	m->probe = 0;
-	m->pad0 = 0;
+	m->starving = 0;
 	memset(m->pad, 0, sizeof(m->pad));
 	return 0;
 }

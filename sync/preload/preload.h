@@ -24,8 +24,8 @@
 /* pthread_mutex_t: 40 bytes on x86-64, 48 on aarch64 (glibc's generic
  * layout); the fields are the first 32 bytes, and pad fills the rest to
  * glibc's size. lock is glibc's lowlevellock word (0 free, 1 locked, 2
- * locked with sleepers); kind sits at offset 16 like glibc's so that the
- * _NP static initializers work. */
+ * locked with sleepers) plus 3, handed to a sleeper (mutex.c); kind sits
+ * at offset 16 like glibc's so that the _NP static initializers work. */
 struct wp_mutex {
 	int lock;           /* 0: futex word */
 	unsigned count;     /* 4: recursion depth (RECURSIVE) */
@@ -35,7 +35,8 @@ struct wp_mutex {
 	short spinner;      /* 22: 1 while a thread spins on this lock */
 	unsigned short fails; /* 24: spins in a row that ended without the lock */
 	unsigned short probe; /* 26: attempts skipped since the last spin */
-	unsigned pad0;      /* 28 */
+	unsigned starving;  /* 28: sleepers that have waited over 1 ms (mutex.c
+	                     * "Fair hand-off") */
 	unsigned char pad[sizeof(pthread_mutex_t) - 32]; /* 32 */
 };
 
