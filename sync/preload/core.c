@@ -131,6 +131,23 @@ static void print_stats(void)
 			__atomic_load_n(&wp_stats[c][WP_PARKS], __ATOMIC_RELAXED));
 }
 
+unsigned wp_starving_now;
+int wp_fair_off;
+
+/* A fork child has only the forking thread: a sleeper the parent counted in
+ * a mutex's starving word never uncounts itself here, and an unlock that
+ * trusted the count could hand the lock to sleepers that do not exist
+ * (mutex.c "Fair hand-off"). So a child forked while any sleeper was
+ * counted does without the hand-off (glibc's behaviour); one forked while
+ * none was (the common case) keeps it. relaxed: the child is
+ * single-threaded here. */
+static void fork_child(void)
+{
+	if (__atomic_load_n(&wp_starving_now, __ATOMIC_RELAXED) != 0)
+		__atomic_store_n(&wp_fair_off, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&wp_starving_now, 0, __ATOMIC_RELAXED);
+}
+
 /* Early (priority 101) so that other libraries' constructors see the final
  * configuration. Locks used before it are ours. With WEFT_PRELOAD=off
  * they pass to glibc afterwards, which is safe for a mutex, spinlock or
@@ -160,6 +177,8 @@ __attribute__((constructor(101))) static void wp_ctor(void)
 		resolve();
 	if (wp_stats_on && !wp_off)
 		atexit(print_stats);
+	if (!wp_off)
+		pthread_atfork(NULL, NULL, fork_child);
 }
 
 /* ---- futex helpers ---- */

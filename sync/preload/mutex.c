@@ -44,6 +44,9 @@
  *   the kernel's queue (the unlock's wake reaches it or a sleeper ahead of
  *   it, and whoever wakes takes the lock), or it is on its way to the xchg
  *   or to the futex wait, which fails at once on a changed word.
+ *   Fork: a child forked while some sleeper was counted (in any mutex) does
+ *   without the hand-off (core.c fork_child): its counts are stale, and a
+ *   hand-off that trusted them could wait for sleepers that do not exist.
  *   Cost: one relaxed load of m->starving (on the lock word's own cache
  *   line) per unlock, nothing per lock; a lock that hands off is idle for
  *   a wake latency per hand-off, which is why it starts only after 1 ms.
@@ -159,7 +162,17 @@ static void mx_note_wait(struct wp_mutex *m, long t0, int *counted)
 	if (*counted || now_ns() - t0 < WP_MUTEX_STARVE_NS)
 		return;
 	__atomic_add_fetch(&m->starving, 1, __ATOMIC_RELAXED);
+	/* relaxed: read only by the fork child handler (core.c) */
+	__atomic_add_fetch(&wp_starving_now, 1, __ATOMIC_RELAXED);
 	*counted = 1;
+}
+
+/* Uncount a counted sleeper; order: as the caller's. */
+static void mx_uncount(struct wp_mutex *m, int order)
+{
+	__atomic_sub_fetch(&m->starving, 1, order);
+	/* relaxed: as in mx_note_wait */
+	__atomic_sub_fetch(&wp_starving_now, 1, __ATOMIC_RELAXED);
 }
 
 /* The timed wait of a counted sleeper is over: uncount, then take the lock
@@ -172,7 +185,7 @@ static int mx_give_up(struct wp_mutex *m, int counted)
 
 	if (!counted)
 		return ETIMEDOUT;
-	__atomic_sub_fetch(&m->starving, 1, __ATOMIC_SEQ_CST);
+	mx_uncount(m, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&m->lock, __ATOMIC_SEQ_CST) == WP_LOCK_HANDED &&
 	    __atomic_compare_exchange_n(&m->lock, &h, 2, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return 0;
@@ -211,7 +224,7 @@ static int mx_sleep(struct wp_mutex *m, clockid_t clk, const struct timespec *ab
 	}
 	if (counted)
 		/* relaxed: we hold the lock; see mx_note_wait */
-		__atomic_sub_fetch(&m->starving, 1, __ATOMIC_RELAXED);
+		mx_uncount(m, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -319,6 +332,9 @@ static int mx_hand_off(struct wp_mutex *m)
 {
 	int v = 2;
 
+	/* relaxed: set once, in a fork child, before it has threads */
+	if (__atomic_load_n(&wp_fair_off, __ATOMIC_RELAXED))
+		return 0;
 	/* seq_cst: the unlock's side of the Dekker pair with mx_give_up; also
 	 * a release of the critical section to the sleeper that takes it */
 	if (!__atomic_compare_exchange_n(&m->lock, &v, WP_LOCK_HANDED, 0, __ATOMIC_SEQ_CST,

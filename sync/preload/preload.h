@@ -142,6 +142,10 @@ extern int wp_off;          /* WEFT_PRELOAD=off: everything to glibc */
 extern int wp_stats_on;     /* WEFT_STATS=1 */
 extern long wp_spin_ns;     /* WEFT_PRELOAD_SPIN_NS: spin budget */
 
+/* ---- the mutexes' fair hand-off (mutex.c), across fork ---- */
+extern unsigned wp_starving_now; /* sleepers counted in some mutex's starving */
+extern int wp_fair_off;     /* a fork child that inherited such counts */
+
 /* ---- glibc's entry points ---- */
 struct wp_real {
 	int (*mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
