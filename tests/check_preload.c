@@ -405,16 +405,14 @@ static pthread_mutex_t fair_m;
 static atomic_int fair_stop;
 static atomic_long fair_holds;
 
+/* Busy for us microseconds (a hold that keeps its CPU). */
 static void spin_us(long us)
 {
-	struct timespec a;
+	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	while (elapsed_ms(&a, CLOCK_MONOTONIC) * 1000 < us) {
-		struct timespec b;
+	do
 		clock_gettime(CLOCK_MONOTONIC, &b);
-		if ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 >= us)
-			break;
-	}
+	while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
 }
 
 static _Thread_local int fair_late;
