@@ -481,9 +481,10 @@ START_TEST(test_mutex_fair_handoff)
 	if (!preload_on())
 		return;
 	ck_assert_msg(e == 0, "the waiter starved behind a relocking owner: %d", e);
-	/* 1 ms, a futex wake and a few holds; 50 ms leaves room for a loaded
-	 * machine and the sanitizers */
-	ck_assert_msg(worst < 50, "a wait took %ld ms", worst);
+	/* 1 ms, a futex wake and a few holds (1-12 ms measured on a loaded
+	 * machine); 250 ms leaves room for the sanitizers on a busy CI host,
+	 * and is still far from the 2 s a barging lock left the waiter */
+	ck_assert_msg(worst < 250, "a wait took %ld ms", worst);
 }
 END_TEST
 
