@@ -1663,6 +1663,7 @@ END_TEST
 struct race_arg {
 	int fd;
 	_Atomic int stop;
+	_Atomic int send_errno;   /* a failed send: its errno (else 0) */
 };
 
 static void *race_sender(void *arg)
@@ -1672,11 +1673,16 @@ static void *race_sender(void *arg)
 	/* relaxed: a stop flag; the join orders everything else */
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		weft_sleep_ns(100000);
-		if (weft_io_send(r->fd, "x", 1, 0) != 1)
+		if (weft_io_send(r->fd, "x", 1, 0) != 1) {
+			atomic_store(&r->send_errno, weft_errno());
+			WT_CHECK(!"race_sender: a send failed");
 			break;
+		}
 	}
 	return NULL;
 }
+
+static _Atomic int race_done;
 
 static void *race_receiver(void *arg)
 {
@@ -1693,9 +1699,13 @@ static void *race_receiver(void *arg)
 		WT_CHECK(weft_io_set_timeout(0) == 0);
 		n = weft_io_recv(fd, &c, 1, 0);
 		WT_CHECK(n == 1);
-		if (n != 1)
+		if (n != 1) {
+			fprintf(stderr, "timeout_cancel_race: untimed receive returned %zd (%s)\n",
+				n, n < 0 ? strerror(weft_errno()) : "eof");
 			break;
+		}
 	}
+	atomic_store(&race_done, 1);
 	return NULL;
 }
 
@@ -1709,12 +1719,26 @@ START_TEST(timeout_cancel_race)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	r.fd = sv[1];
 	atomic_init(&r.stop, 0);
+	atomic_init(&r.send_errno, 0);
+	atomic_store(&race_done, 0);
 	s = spawn_on(-1, race_sender, &r);
 	rv = spawn_on(-1, race_receiver, &sv[0]);
+	/* 0.3 s of rounds; a receiver still at it after 10 s is stuck (CI
+	 * saw this case run into its timeout under load, with nothing said):
+	 * dump the threads and fail, instead of hanging */
+	for (int i = 0; i < 1000 && !atomic_load(&race_done); i++)
+		usleep(10000);
+	if (!atomic_load(&race_done)) {
+		weft_dump(2);
+		ck_abort_msg("timeout_cancel_race: the receiver is stuck after 10 s");
+	}
 	join(rv);
 	/* relaxed: see race_sender */
 	atomic_store_explicit(&r.stop, 1, memory_order_relaxed);
 	join(s);
+	if (atomic_load(&r.send_errno))
+		fprintf(stderr, "timeout_cancel_race: a send failed: %s\n",
+			strerror(atomic_load(&r.send_errno)));
 	wt_assert_no_failure();
 	close(sv[0]);
 	close(sv[1]);
