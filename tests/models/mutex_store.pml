@@ -11,10 +11,13 @@
  *                 the word == id: release store 0; FAST_LEAVE: store calm
  *                 0, then the release CAS; CAS mode: count or go_fast,
  *                 then the release CAS), go_fast (under qlock: queue
- *                 empty, nobody woken, the word == id -> FAST), lock_slow
+ *                 empty, nobody woken or polling, the word == id ->
+ *                 FAST), lock_slow
  *                 and queue_locked (under qlock: the word, then calm; store
  *                 mode -> CAS FAST -> FAST_LEAVE and poll; else the
- *                 WAITERS CAS; "got": a waiter that polled stores calm 0),
+ *                 WAITERS CAS; the first poll counts the waiter in
+ *                 m->pollers; lock_slow: a waiter that polled stores calm
+ *                 0 if it got m ("got"), and is uncounted),
  *                 unlock_slow (calm 0, then the hand-off or the COMPETE
  *                 wake), requeue_fast_locked and wft_mutex_requeue,
  *                 wft_mutex_relock.
@@ -45,6 +48,9 @@
  *   - a request to leave store mode is honoured: after a waiter's FAST ->
  *     FAST_LEAVE, at most one more unlock (by the owner that read FAST
  *     before the request) releases by a plain store;
+ *   - and it sticks: once an owner has left store mode after a poller
+ *     asked, that poller does not find store mode again before it queues,
+ *     gets the lock or gives up (go_fast waits for m->pollers to be 0);
  *   - no lost wakeup: every thread finishes (a parked thread left parked
  *     for good is an invalid end state), and at the end the word is 0, the
  *     queue empty, nobody woken, qlock free.
@@ -63,6 +69,11 @@
  *                          WAITERS on the next owner, which stores.
  *   MUTANT_LEAVE_IGNORED   the unlock that reads FAST_LEAVE releases by a
  *                          store as for FAST: the request is not honoured.
+ *   MUTANT_GO_FAST_NO_POLLERS go_fast does not look at m->pollers: the
+ *                          owner's calm unlocks after the leave switch m
+ *                          back to store mode before the poller looks
+ *                          again, and it polls again instead of queueing
+ *                          (passed over once per 4,096 unlocks).
  *   MUTANT_LEAVE_LATE      that unlock releases (CAS) first and stores calm
  *                          0 after: a store by a non-owner, which can land
  *                          after the next owner's go_fast and take calm out
@@ -107,6 +118,7 @@ byte qlock = 0;              /* m->qlock (holder id) */
 byte q[NTH];                 /* m->q: FIFO of thread ids */
 byte qlen = 0;
 byte woken = 0;              /* m->woken */
+byte pollers = 0;            /* m->pollers */
 
 bit  queued[NTH + 1];
 bit  wst[NTH + 1];           /* sw.w.state */
@@ -114,9 +126,12 @@ byte result[NTH + 1];        /* sw.w.result */
 byte incs = 0;
 
 /* ghost: a waiter's request to leave store mode is pending (req), and
- * the plain-store unlocks made since it (nst) */
+ * the plain-store unlocks made since it (nst); a poller that has asked
+ * (asked[]) and whose request an owner has served since (served[]) */
 bit  req = 0;
 byte nst = 0;
+bit  asked[NTH + 1];
+bit  served[NTH + 1];
 
 #ifdef COND
 byte cq = 0;                 /* the cond's queue: W's record, or 0 */
@@ -133,8 +148,16 @@ inline qlock_unlock()
 	}
 }
 
-/* an owner takes m out of store mode (or counts from 0) */
-inline calm_leave() { atomic { calm = CASM; req = 0 } }
+/* an owner takes m out of store mode (or counts from 0): every request
+ * so far is served */
+inline calm_leave()
+{
+	atomic {
+		calm = CASM;
+		req = 0;
+		served[1] = asked[1]; served[2] = asked[2]; served[3] = asked[3]
+	}
+}
 
 inline q_push_back(x) { q[qlen] = x; qlen++; queued[x] = 1 }
 inline q_push_front(x)
@@ -192,14 +215,23 @@ inline mutex_lock(timed, ret)
 	fi;
 	do
 	:: act == 1 ->
-		/* "got": having polled, leave store mode */
+		/* lock_slow: having polled, leave store mode ("got") and stop
+		 * being counted */
 		if
-		:: polled -> calm_leave()
+		:: polled -> calm_leave(); pollers--
 		:: else
 		fi;
+		asked[id] = 0; served[id] = 0;
 		ret = 0;
 		break
-	:: act == 2 -> ret = ETIMEDOUT; break
+	:: act == 2 ->
+		if
+		:: polled -> pollers--
+		:: else
+		fi;
+		asked[id] = 0; served[id] = 0;
+		ret = ETIMEDOUT;
+		break
 	:: act == 0 ->
 		/* 1. take it while free, or find it handed to us (I7); a
 		 * spinner's take is the same CAS */
@@ -245,10 +277,15 @@ inline mutex_lock(timed, ret)
 					if
 					:: c != CASM ->
 						assert(!iswoken);   /* WFT_ASSERT(!woken) */
+						/* once an owner has left store mode
+						 * at our request, we never find it
+						 * again before we queue or return */
+						assert(!served[id]);
 						if
 						:: c == FAST -> calm = LEAVE; req = 1; nst = 0
 						:: else
 						fi;
+						asked[id] = 1;
 						act = 8
 					:: else
 					fi
@@ -272,7 +309,7 @@ inline mutex_lock(timed, ret)
 					fi
 				};
 				if
-				:: act == 7 -> break
+				:: act == 7 -> asked[id] = 0; served[id] = 0; break
 				:: else
 				fi
 			od;
@@ -292,9 +329,13 @@ inline mutex_lock(timed, ret)
 				qlock_unlock();
 				act = 2
 			:: act == 8 ->
-				/* Q_POLL: poll_wait, then from step 1 again */
+				/* Q_POLL: counted in pollers under qlock; poll_wait,
+				 * then from step 1 again */
+				if
+				:: !polled -> pollers++; polled = 1
+				:: else
+				fi;
 				qlock_unlock();
-				polled = 1;
 				if
 				:: timed -> act = 2
 				:: true -> act = 0
@@ -331,9 +372,7 @@ inline mutex_lock(timed, ret)
 				fi;
 				if
 				:: act == 2
-				:: result[id] == HANDED ->
-					/* returns at once: no "got" */
-					assert(owner == id); polled = 0; act = 1
+				:: result[id] == HANDED -> assert(owner == id); act = 1
 				:: else ->
 					assert(result[id] == COMPETE && woken == id);
 					iswoken = 1;
@@ -348,7 +387,7 @@ inline mutex_lock(timed, ret)
 inline go_fast()
 {
 #ifdef MUTANT_GO_FAST_NO_QLOCK
-	atomic { ok = (qlen == 0 && woken == 0 && owner == id && !WAITERS) };
+	atomic { ok = (qlen == 0 && woken == 0 && pollers == 0 && owner == id && !WAITERS) };
 	if
 	:: ok -> calm = FAST
 	:: else -> calm_leave()
@@ -357,7 +396,11 @@ inline go_fast()
 	qlock_lock();
 	atomic {
 		if
+#ifndef MUTANT_GO_FAST_NO_POLLERS
+		:: qlen == 0 && woken == 0 && pollers == 0 && owner == id && !WAITERS -> calm = FAST
+#else
 		:: qlen == 0 && woken == 0 && owner == id && !WAITERS -> calm = FAST
+#endif
 		:: else -> calm = CASM; req = 0
 		fi
 	};
@@ -609,5 +652,5 @@ init {
 #endif
 	}
 	(_nr_pr == 1);
-	assert(owner == 0 && !WAITERS && qlen == 0 && woken == 0 && qlock == 0)
+	assert(owner == 0 && !WAITERS && qlen == 0 && woken == 0 && qlock == 0 && pollers == 0)
 }
