@@ -165,8 +165,9 @@
  *   - CAS mode: unlock counts (a calm unlock found the word equal to its
  *     id, no flag); the WFT_MUTEX_CALM_UNLOCKS-th calm unlock calls go_fast,
  *     which under qlock switches to store mode if the queue is empty, no
- *     waiter is woken, nobody spins and the word holds no flag; else it
- *     counts from 0 again. unlock_slow (flags seen) counts from 0 too.
+ *     waiter is woken, nobody polls (m->pollers, below), nobody spins and
+ *     the word holds no flag; else it counts from 0 again. unlock_slow
+ *     (flags seen) counts from 0 too.
  *   - Store mode: unlock loads the word; if it is exactly our id it stores
  *     0 (release), otherwise it takes the CAS path (EPERM, or flags).
  *   - Leaving store mode: only an owner does it, by storing 0 to calm: an
@@ -183,6 +184,17 @@
  *     for good (tests/check_mutex.c store_mode_starve timed out after 1 s).
  *     With it, the next unlock leaves store mode, the poller's next poll
  *     queues, and the queue's 1 ms hand-off rule (I5, I7) bounds the rest.
+ *   - A poller is counted in m->pollers (+1 under qlock at its first poll,
+ *     -1 when its lock call returns), and go_fast does not switch while
+ *     it is non-zero. Without that, an owner that relocks at once makes
+ *     4,096 calm unlocks in about 100 us, less than one poll interval (up
+ *     to WFT_MUTEX_POLL_MAX_NS, longer when the poller's worker is busy):
+ *     go_fast put m back into store mode before the poller looked again,
+ *     and it asked again, passed over once per 4,096 unlocks
+ *     (tests/check_mutex.c store_mode_reenter found m back in store mode
+ *     after 8,192; so did a second poller's "got", which counts from 0).
+ *     The count also lets destroy see a poller (EBUSY), as it sees a
+ *     queued waiter.
  *
  *   The race it must survive: a waiter setting WAITERS on an owner that
  *   then overwrites the word with a plain store 0 (the flag is lost and
@@ -273,6 +285,9 @@
  *   nobody has: the fast path's CAS from 0 fails and every slow path
  *   checks for it first, so lock, trylock, timedlock, unlock and a second
  *   destroy return EINVAL at no cost on the fast paths.
+ *   Destroy returns EBUSY while the mutex is held, queued on, woken for,
+ *   spun on or polled on (m->pollers, "Unlock mode"); a locker that has
+ *   not reached any of those yet is the caller's race.
  *
  * Rejected alternatives
  *   - A plain store for every unlock (a spinlock's release): no way to see
@@ -694,19 +709,18 @@ static int poll_wait(struct weft_thread *self, weft_time_t deadline, uint32_t *b
 }
 
 /*
- * The contended lock. sw is the record to queue (the caller's, already
- * initialised when inited is true); woken says that we are m's woken waiter
- * (m->woken == sw, ours to clear, and the lock may be handed to us, I7).
- * Context: any. May park: yes.
- * Returns: 0, ETIMEDOUT, EINVAL (destroyed), EOWNERDEAD (taken over from an
- * owner that exited; we own m).
+ * The contended lock (lock_slow's loop). sw is the record to queue (the
+ * caller's, already initialised when inited is true); woken says that we
+ * are m's woken waiter (m->woken == sw, ours to clear, and the lock may be
+ * handed to us, I7). *polled becomes true when we first poll (store mode),
+ * and we are then counted in m->pollers ("Unlock mode"); lock_slow undoes
+ * that. Returns as lock_slow.
  */
-__attribute__((noinline, cold))
-static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self,
-		     weft_time_t deadline, struct wft_swaiter *sw, bool woken, bool inited)
+static int lock_wait(struct wft_mutex *m, uintptr_t id, struct weft_thread *self,
+		     weft_time_t deadline, struct wft_swaiter *sw, bool woken, bool inited,
+		     bool *polled)
 {
 	uint32_t backoff = WFT_MUTEX_POLL_MIN_NS;
-	bool polled = false;
 	uintptr_t v;
 	int r;
 
@@ -740,15 +754,18 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 				unwoken_locked(m);   /* I3 on ETIMEDOUT: the owner's unlock wakes the next */
 			woken = false;
 			wft_slock_unlock(&m->qlock);
-			if (r == ETIMEDOUT)
-				return r;
-			goto got;
+			return r;
 		}
 		if (r == Q_POLL) {
+			if (!*polled) {
+				/* relaxed: read under qlock (go_fast, destroy),
+				 * which we hold ("Unlock mode") */
+				wft_fadd(&m->pollers, 1, relaxed);
+				*polled = true;
+			}
 			wft_slock_unlock(&m->qlock);
 			if ((r = poll_wait(self, deadline, &backoff)) != 0)
 				return r;
-			polled = true;
 			continue;
 		}
 		if (woken) {
@@ -773,18 +790,39 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 		sw->w.result = 0;
 	}
 acquired:
-	r = 0;
 	if (woken) {
 		wft_slock_lock(&m->qlock);
 		unwoken_locked(m);
 		wft_slock_unlock(&m->qlock);
 	}
-got:
-	/* We own m. Having waited in store mode, we leave it ("Unlock
-	 * mode"): safe for an owner, as no other owner can be mid-unlock.
-	 * relaxed: owners' data, ordered by the lock itself */
-	if (polled)
-		wft_store(&m->calm, 0, relaxed);
+	return 0;
+}
+
+/*
+ * The contended lock: lock_wait, then, if we polled, stop being counted
+ * in m->pollers and ("got") leave store mode if we own m ("Unlock mode").
+ * Context: any. May park: yes.
+ * Returns: 0, ETIMEDOUT, EINVAL (destroyed), EOWNERDEAD (taken over from an
+ * owner that exited; we own m).
+ */
+__attribute__((noinline, cold))
+static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self,
+		     weft_time_t deadline, struct wft_swaiter *sw, bool woken, bool inited)
+{
+	bool polled = false;
+	int r = lock_wait(m, id, self, deadline, sw, woken, inited, &polled);
+
+	if (polled) {
+		/* We own m (0, EOWNERDEAD): having waited in store mode, we
+		 * leave it - safe for an owner, as no other owner can be
+		 * mid-unlock. relaxed: owners' data, ordered by the lock */
+		if (r == 0 || r == EOWNERDEAD)
+			wft_store(&m->calm, 0, relaxed);
+		/* relaxed: go_fast and destroy read it under qlock; a stale
+		 * 1 there only delays a switch or fails a destroy that raced
+		 * our lock call (the caller's own race) */
+		wft_fsub(&m->pollers, 1, relaxed);
+	}
 	return r;
 }
 
@@ -1026,8 +1064,8 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 
 /*
  * The owner has made WFT_MUTEX_CALM_UNLOCKS calm unlocks in a row: switch m
- * to store mode unless someone waits or spins, else count again ("Unlock
- * mode"). Context: any; the caller owns m. May park: no.
+ * to store mode unless someone waits, polls or spins, else count again
+ * ("Unlock mode"). Context: any; the caller owns m. May park: no.
  */
 __attribute__((noinline, cold))
 static void go_fast(struct wft_mutex *m, uintptr_t id)
@@ -1037,9 +1075,10 @@ static void go_fast(struct wft_mutex *m, uintptr_t id)
 	if (wft_feat(FAST_UNLOCK)) {
 		wft_slock_lock(&m->qlock);
 		/* relaxed: under qlock, where waiters decide whether to queue
-		 * (queue_locked) and set flags; spinner is a hint */
+		 * (queue_locked) and set flags, and pollers are counted;
+		 * spinner is a hint */
 		if (wft_waitq_empty(&m->q) && !m->woken && !wft_load(&m->spinner, relaxed) &&
-		    wft_load(&m->state, relaxed) == id)
+		    !wft_load(&m->pollers, relaxed) && wft_load(&m->state, relaxed) == id)
 			c = WFT_MUTEX_FAST;
 		/* relaxed: owners' data; the next owner acquires it with the
 		 * lock, and queue_locked reads it under qlock */
@@ -1194,7 +1233,8 @@ int weft_mutex_init(weft_mutex_t *m)
 /*
  * Context: any. May park: no.
  * Returns: 0, EINVAL (m NULL or already destroyed), EBUSY (locked, waited
- * on, or a woken waiter or spinner is still on its way).
+ * on - queued or polling -, or a woken waiter or spinner is still on its
+ * way).
  * After 0 the lock word holds WFT_MUTEX_DESTROYED, so later calls (until
  * weft_mutex_init) return EINVAL instead of locking freed state.
  */
@@ -1210,6 +1250,7 @@ int weft_mutex_destroy(weft_mutex_t *pm)
 	/* relaxed: destroying a mutex in use is the caller's race; the CAS
 	 * only keeps a racing lock from being overwritten */
 	if (m->woken != NULL || !wft_waitq_empty(&m->q) || wft_load(&m->spinner, relaxed) != 0 ||
+	    wft_load(&m->pollers, relaxed) != 0 ||
 	    !wft_cas(&m->state, &v, WFT_MUTEX_DESTROYED, relaxed))
 		r = v == WFT_MUTEX_DESTROYED ? EINVAL : EBUSY;
 	wft_slock_unlock(&m->qlock);

@@ -89,6 +89,8 @@ struct wft_mutex {
 	struct wft_slock qlock;       /* q, woken, and every flag change */
 	_Atomic uint32_t spinner;     /* 1 while one thread spins on state */
 	_Atomic uint32_t os_spin_ns;  /* OS-thread spin estimate; a hint */
+	_Atomic uint32_t pollers;     /* waiters polling in store mode (mutex.c
+	                               * "Unlock mode"); +1 under qlock */
 	struct wft_waitq q;           /* FIFO of struct wft_swaiter; qlock */
 	struct wft_swaiter *woken;    /* the COMPETE waiter in flight; qlock */
 };

@@ -17,7 +17,7 @@
 # with a hash of the models, this script and the spin version; a rerun
 # with the same inputs (CI runs `make check` several times) says so and
 # exits 0 without searching again.
-# Run time: about 20 s of CPU (19 verifier builds at -O0, which compile
+# Run time: about 30 s of CPU (33 verifier builds at -O0, which compile
 # 4x faster than -O2 and search only ~20% slower; mutex.pml is 2.4 M states).
 set -u
 
@@ -39,7 +39,8 @@ if ! command -v "$CC" >/dev/null 2>&1; then
 fi
 
 # The runs: model | expect | macros.
-# expect: "ok" must verify; otherwise the pan message a mutant must give.
+# expect: "ok" must verify; otherwise the pan message a mutant must give
+# (a grep pattern; mutex_store.pml names the assertion that must fire).
 runs() {
 	cat <<'LIST'
 idle_park.pml|ok|
@@ -63,6 +64,16 @@ wake_q.pml|invalid end state|-DMUTANT_CLAIM_NO_TOKEN
 mutex.pml|ok|
 mutex.pml|invalid end state|-DMUTANT_BLIND_WAITERS
 mutex.pml|invalid end state|-DMUTANT_STORE_UNLOCK -DNO_I1_ASSERT
+mutex_store.pml|ok|
+mutex_store.pml|ok|-DCOND
+mutex_store.pml|assertion violated  !(WAITERS)|-DMUTANT_QUEUE_IN_STORE
+mutex_store.pml|invalid end state|-DMUTANT_QUEUE_IN_STORE -DNO_ERASE_ASSERT -DNO_I1_ASSERT
+mutex_store.pml|assertion violated  !(WAITERS)|-DMUTANT_WAITER_LEAVES
+mutex_store.pml|assertion violated  !(WAITERS)|-DMUTANT_GO_FAST_NO_QLOCK
+mutex_store.pml|assertion violated (nst<=1)|-DMUTANT_LEAVE_IGNORED
+mutex_store.pml|assertion violated  !(served|-DMUTANT_GO_FAST_NO_POLLERS
+mutex_store.pml|assertion violated  !(WAITERS)|-DMUTANT_LEAVE_LATE
+mutex_store.pml|assertion violated  !(iswoken)|-DCOND -DMUTANT_REQUEUE_NONOWNER
 gang_hold.pml|ok|
 gang_hold.pml|invalid end state|-DMUTANT_NO_RECHECK
 gang_hold.pml|invalid end state|-DMUTANT_HELD_STORE

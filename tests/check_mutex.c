@@ -19,7 +19,10 @@
  *            the calm word); in store mode EPERM, EBUSY, timeouts and
  *            owner death behave as before; a waiter takes the lock and
  *            switches it back; a cond signal from a non-owner still wakes;
- *            no wakeup is lost when waiters arrive as the owner switches
+ *            no wakeup is lost when waiters arrive as the owner switches;
+ *            a poller that asked to leave store mode queues at its next
+ *            poll even after 8,192 calm unlocks (reenter); destroy sees a
+ *            poller (EBUSY)
  * os_thread  OS threads and weft threads waiting for each other
  */
 #include "tests/sync_common.h"
@@ -1586,6 +1589,153 @@ START_TEST(test_store_mode_starve)
 }
 END_TEST
 
+/* A poller that asked to leave store mode must find CAS mode at its next
+ * poll, however many calm unlocks the owner makes before that poll: if
+ * the count restarted at the leave, the owner's 4,096th calm unlock put m
+ * back into store mode while the poller was asleep or, as here, waiting
+ * for its worker (one worker, so the owner's run of unlocks is not
+ * interrupted), and the poller found store mode again and polled again
+ * instead of queueing: it could be passed over once per 4,096 unlocks for
+ * as long as the owner kept that pace. */
+struct smre {
+	weft_mutex_t m;
+	_Atomic int r_lock;
+	_Atomic int asked;        /* the poller's FAST_LEAVE was seen */
+	_Atomic int back_fast;    /* m in store mode again before it came back */
+	_Atomic int queued;       /* it queued at its next poll */
+	_Atomic int asked_again;  /* it found store mode and asked again */
+};
+
+static uint32_t smre_calm(weft_mutex_t *m)
+{
+	return atomic_load(&wft_mutex_of(m)->calm);
+}
+
+static uintptr_t smre_state(weft_mutex_t *m)
+{
+	return atomic_load(&wft_mutex_of(m)->state);
+}
+
+static void smre_body(int idx, void *arg)
+{
+	struct smre *s = arg;
+	weft_time_t end;
+
+	if (idx == 1) {          /* the poller */
+		atomic_store(&s->r_lock, weft_mutex_timedlock(&s->m, sc_ms(5000)));
+		if (atomic_load(&s->r_lock) == 0)
+			WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+		return;
+	}
+	/* the owner: into store mode, hold m, let the poller ask */
+	sm_calm(&s->m);
+	WT_CHECK(sm_fast(&s->m));
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	end = sc_ms(2000);
+	while (smre_calm(&s->m) != UINT32_MAX - 1 && weft_now_ns() < end)
+		weft_yield();
+	atomic_store(&s->asked, smre_calm(&s->m) == UINT32_MAX - 1);
+	/* this unlock leaves store mode; then twice the calm unlocks that a
+	 * switch needs, without letting the poller run */
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	for (int i = 0; i < 2 * SM_CALM; i++) {
+		WT_CHECK(weft_mutex_lock(&s->m) == 0);
+		WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	}
+	atomic_store(&s->back_fast, sm_fast(&s->m));
+	/* hold m again and let the poller come back: it must queue */
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	end = sc_ms(2000);
+	for (;;) {
+		/* the poller queued: it set WAITERS on our word */
+		if (smre_state(&s->m) & WFT_MUTEX_WAITERS) {
+			atomic_store(&s->queued, 1);
+			break;
+		}
+		if (smre_calm(&s->m) == UINT32_MAX - 1) {
+			atomic_store(&s->asked_again, 1);
+			break;
+		}
+		if (weft_now_ns() >= end)
+			break;
+		weft_yield();
+	}
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+}
+
+START_TEST(test_store_mode_reenter)
+{
+	struct smre *s = calloc(1, sizeof(*s));
+
+	wt_init_features(1, "NO_OWNER_SPIN");
+	weft_mutex_init(&s->m);
+	sc_run(2, 0, smre_body, s);
+	wt_assert_no_failure();
+	printf("store_mode_reenter: asked=%d back_fast=%d queued=%d asked_again=%d rc=%d\n",
+	       atomic_load(&s->asked), atomic_load(&s->back_fast), atomic_load(&s->queued),
+	       atomic_load(&s->asked_again), atomic_load(&s->r_lock));
+	fflush(stdout);
+	ck_assert_int_eq(atomic_load(&s->asked), 1);
+	ck_assert_int_eq(atomic_load(&s->back_fast), 0);
+	ck_assert_int_eq(atomic_load(&s->asked_again), 0);
+	ck_assert_int_eq(atomic_load(&s->queued), 1);
+	ck_assert_int_eq(atomic_load(&s->r_lock), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
+	wt_shutdown();
+	free(s);
+}
+END_TEST
+
+/* destroy must see a poller as it sees a queued waiter: EBUSY ("waited
+ * on"), not 0 followed by EINVAL for the waiter. The poller asks, the
+ * owner unlocks and destroys at once; one worker, so the poller is between
+ * two polls then. */
+struct smd {
+	weft_mutex_t m;
+	_Atomic int r_lock, r_destroy, done;
+};
+
+static void smd_body(int idx, void *arg)
+{
+	struct smd *s = arg;
+	weft_time_t end;
+
+	if (idx == 1) {          /* the poller */
+		atomic_store(&s->r_lock, weft_mutex_timedlock(&s->m, sc_ms(5000)));
+		if (atomic_load(&s->r_lock) == 0)
+			WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+		atomic_store(&s->done, 1);
+		return;
+	}
+	sm_calm(&s->m);
+	WT_CHECK(sm_fast(&s->m));
+	WT_CHECK(weft_mutex_lock(&s->m) == 0);
+	end = sc_ms(2000);
+	while (smre_calm(&s->m) != UINT32_MAX - 1 && weft_now_ns() < end)
+		weft_yield();
+	WT_CHECK(smre_calm(&s->m) == UINT32_MAX - 1);
+	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
+	atomic_store(&s->r_destroy, weft_mutex_destroy(&s->m));
+	while (!atomic_load(&s->done))
+		weft_yield();
+}
+
+START_TEST(test_store_mode_destroy)
+{
+	struct smd *s = calloc(1, sizeof(*s));
+
+	wt_init_features(1, "NO_OWNER_SPIN");
+	weft_mutex_init(&s->m);
+	sc_run(2, 0, smd_body, s);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&s->r_destroy), EBUSY);
+	ck_assert_int_eq(atomic_load(&s->r_lock), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&s->m), 0);
+	wt_shutdown();
+	free(s);
+}
+END_TEST
+
 /* Waiters arriving while the owner switches: rounds of a calm phase (one
  * thread, into store mode) and a contended phase (weft and OS threads,
  * owner spinning off, so waiters park or poll), exact counts, and every
@@ -1736,6 +1886,8 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, test_store_mode);
 	tcase_add_test(tc, test_store_mode_owner_exit);
 	tcase_add_loop_test(tc, test_store_mode_starve, 0, 2);
+	tcase_add_test(tc, test_store_mode_reenter);
+	tcase_add_test(tc, test_store_mode_destroy);
 	tcase_add_loop_test(tc, test_store_mode_cond, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_store_mode_race, 0, wt_nconfigs);
 

@@ -11,6 +11,7 @@ EXTRA_DIST += \
 	tests/models/park_token.pml \
 	tests/models/wake_q.pml \
 	tests/models/mutex.pml \
+	tests/models/mutex_store.pml \
 	tests/models/gang_hold.pml
 # (the only CLEANFILES so far: use += if another fragment sets it first)
 CLEANFILES = tests/check_models.stamp
