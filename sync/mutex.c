@@ -221,6 +221,15 @@
  *   comes first in calm's modification order or makes the CAS fail).
  *   Trylock, spinners, barging and the owner-death takeover need no flag
  *   and work in both modes.
+ *   Memory order: owners store calm outside qlock with release and the
+ *   waiters that decide under qlock load it with acquire. A waiter that
+ *   reads a CAS-mode value stored by owner O then happens after O's
+ *   acquisition, so every plain-store unlock before O (those of store
+ *   mode) happens before the waiter's CAS on the word, which therefore
+ *   cannot come before one of them in the word's modification order and
+ *   be erased by it. (Relaxed would do on x86 and ARMv8, where the CAS
+ *   depends on the load, but C11 does not promise it.) Free on x86; one
+ *   store-release per CAS-mode unlock on ARM.
  *   The unlock never touches m after its store (a mutex may be destroyed
  *   and freed by the next owner as soon as it is released).
  *   Cost: store mode makes the first waiter after a quiet period poll
@@ -635,10 +644,12 @@ static int queue_locked(struct wft_mutex *m, uintptr_t id, struct wft_swaiter *s
 		}
 		if (deadline != WEFT_TIME_INFINITE && now >= deadline)
 			return ETIMEDOUT;
-		/* relaxed: a switch to store mode is made under qlock, which
-		 * we hold, and only an owner leaves it ("Unlock mode"); a
+		/* acquire: a switch to store mode is made under qlock, which
+		 * we hold; a CAS-mode value was stored (release) by an owner,
+		 * whose predecessors' plain-store unlocks then happen before
+		 * our CAS on the word below ("Unlock mode", memory order). A
 		 * woken waiter keeps m out of store mode */
-		c = wft_load(&m->calm, relaxed);
+		c = wft_load(&m->calm, acquire);
 		if (store_mode(c)) {
 			WFT_ASSERT(!woken);
 			/* ask the next owner to leave store mode; relaxed: a
@@ -815,9 +826,10 @@ static int lock_slow(struct wft_mutex *m, uintptr_t id, struct weft_thread *self
 	if (polled) {
 		/* We own m (0, EOWNERDEAD): having waited in store mode, we
 		 * leave it - safe for an owner, as no other owner can be
-		 * mid-unlock. relaxed: owners' data, ordered by the lock */
+		 * mid-unlock. release: pairs with the acquire load of a waiter
+		 * that reads it ("Unlock mode", memory order) */
 		if (r == 0 || r == EOWNERDEAD)
-			wft_store(&m->calm, 0, relaxed);
+			wft_store(&m->calm, 0, release);
 		/* relaxed: go_fast and destroy read it under qlock; a stale
 		 * 1 there only delays a switch or fails a destroy that raced
 		 * our lock call (the caller's own race) */
@@ -993,8 +1005,9 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	if (wft_mutex_owner(v) != id)
 		return EPERM;
 	/* someone waits: count calm unlocks from zero ("Unlock mode");
-	 * relaxed: owners' data, and we own m */
-	wft_store(&m->calm, 0, relaxed);
+	 * release: as every owner's store to calm outside qlock (memory
+	 * order) */
+	wft_store(&m->calm, 0, release);
 	wft_slock_lock(&m->qlock);
 	/* relaxed: stable while we own m and hold qlock (I4) */
 	v = wft_load(&m->state, relaxed);
@@ -1086,8 +1099,8 @@ static void go_fast(struct wft_mutex *m, uintptr_t id)
 		wft_slock_unlock(&m->qlock);
 		return;
 	}
-	/* relaxed: owners' data */
-	wft_store(&m->calm, c, relaxed);
+	/* release: as every owner's store to calm outside qlock */
+	wft_store(&m->calm, c, release);
 }
 
 int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id)
@@ -1109,11 +1122,12 @@ int wft_mutex_unlock_id(struct wft_mutex *m, uintptr_t id)
 		}
 		if (c == WFT_MUTEX_FAST_LEAVE)
 			/* a waiter polls: leave store mode, then release by
-			 * CAS ("Unlock mode"); relaxed: as below */
-			wft_store(&m->calm, 0, relaxed);
+			 * CAS ("Unlock mode"); release: pairs with the acquire
+			 * load of a waiter that reads it (memory order) */
+			wft_store(&m->calm, 0, release);
 		else if (c + 1 < WFT_MUTEX_CALM_UNLOCKS)
-			/* relaxed: owners' data, ordered by the lock */
-			wft_store(&m->calm, c + 1, relaxed);
+			/* release: as above (a plain store on x86) */
+			wft_store(&m->calm, c + 1, release);
 		else
 			go_fast(m, id);
 		/* release: publishes the critical section; pairs with the
@@ -1156,8 +1170,9 @@ static bool requeue_fast_locked(struct wft_mutex *m, struct wft_waitq *list, str
 	struct weft_thread *self;
 	struct wft_swaiter *sw;
 
-	/* relaxed: a switch to store mode is made under qlock */
-	if (!store_mode(wft_load(&m->calm, relaxed)))
+	/* acquire: as in queue_locked (we hold qlock, and we may set
+	 * WAITERS below on a CAS-mode value) */
+	if (!store_mode(wft_load(&m->calm, acquire)))
 		return false;
 	/* relaxed: only the owner itself can make this true */
 	if (wft_mutex_owner(wft_load(&m->state, relaxed)) == wft_lock_self_id(&self)) {
