@@ -1,6 +1,6 @@
 /*
  * runtime/drain.c - giving CPUs back under contention (the DRAIN switch,
- * on by default since session 11, see "Status").
+ * on by default; WEFT_FEATURES=NO_DRAIN turns it off).
  *
  * What it owns
  *   The per-worker run-delay sample, the runtime's count of draining
@@ -15,13 +15,7 @@
  *   a 2-worker weft server are three runnable threads on two CPUs: every
  *   wake of the second worker preempts the client, which is the bottleneck,
  *   and connections on a descheduled worker wait a time slice (p99 above
- *   1 ms). Measured (session 9, 10 connections, 3 s runs alternating,
- *   medians of 8): weft with 2 workers 55k round trips/s, the epoll server
- *   90k (its EPOLLEXCLUSIVE accept hands every connection to one of its two
- *   threads, so it runs on one CPU already), weft with DRAIN 83k; in an
- *   earlier run of 5 rounds WEFT_WORKERS=1 gave 80-107k against 58-63k.
- *   At 100 connections (6 rounds): 66k, 73k and 80k, p99 7.0, 5.6 and
- *   4.5 ms.
+ *   1 ms). The measurements are in docs/design.md "DRAIN".
  *
  * The signal
  *   The kernel counts, per thread, the time it was runnable but waiting for
@@ -41,10 +35,11 @@
  * rt.drain_busy: the state below is plain memory owned by the lock holder;
  * a holder preempted for a while just leaves the rule unrun meanwhile)
  *   Run delay only says that the CPUs are shared, not whether our share is
- *   worth taking (see "Status" for the case that taught it). So the delay
- *   only starts an experiment, and throughput decides: the rate of thread
- *   switches, summed over all workers (every request of a server, every
- *   wake of a waiting thread, is one), measured over DRAIN_WIN_NS with the
+ *   worth taking (docs/design.md "DRAIN" has the case that shows it: a
+ *   server that needs more than one CPU). So the delay only starts an
+ *   experiment, and throughput decides: the rate of thread switches,
+ *   summed over all workers (every request of a server, every wake of a
+ *   waiting thread, is one), measured over DRAIN_WIN_NS with the
  *   current number of draining workers (the base) and then again with one
  *   more (or one fewer) after DRAIN_SETTLE_NS for the threads to move (the
  *   trial). Fewer workers must win clearly (DRAIN_GAIN_PCT): on a tie the
@@ -73,7 +68,7 @@
  *   The draining workers are the ndrain highest ids (wft_worker_draining):
  *   no per-worker state to keep consistent, and worker 0 never drains.
  *   Rejected: a threshold rule alone (drain at D >= 500, undrain at
- *   D < 100; session 9): right for the echo client, 30% wrong for wrk.
+ *   D < 100): right for the echo client, 30% wrong for wrk.
  *
  * What a draining worker does
  *   - Wakes of an unpinned thread whose last worker drains go to an active
@@ -101,26 +96,11 @@
  *   DRAIN needs STEAL (WFT_DRAIN_ON): without it idle workers do not tick,
  *   and a draining worker asleep for good would never lower ndrain.
  *
- * Status
- *   On by default since session 11 (WEFT_FEATURES=NO_DRAIN turns it off).
- *   The threshold rule of session 9 paid when the other runnable work is
- *   what feeds us and is the bottleneck (the echo client above) and lost
- *   when the server needs more than one CPU and the load generator can
- *   spare some: examples/run-http.sh (wrk -t2, 50 connections, median of
- *   2) gave weft 67.8k requests/s without DRAIN and 47.9k with it (nginx
- *   59-63k). The throughput rule above is the answer to that. Measured
- *   before the switch (session 11, one sitting, alternating, 5 s runs):
- *   HTTP c=50 70k and 93k with, 84k and 96k without; c=1000 78k and 83k
- *   with, 59k and 58k without; echo at 100 connections 68k, 80k, 93k with,
- *   69k, 60k, 65k without (epoll 76k, 87k, 72k); at 10 connections a wash
- *   on a noisy host (66k, 35k, 44k with; 57k, 32k, 53k without). A program
- *   that computes and sleeps (4 threads, 20,000-multiply chunks, 100 us
- *   sleeps) under two CPU hogs did 71k, 64k, 66k chunks in 5 s with it and
- *   61k, 47k, 43k without; pure computation never goes idle, so the rule
- *   never runs (188k and 186k). On a machine with nothing else running
- *   the run delay stays low and the rule never probes.
- *   Still open: measured on two workers only; the first probe costs the
- *   first ~0.2-0.5 s of a contended run.
+ * Limits
+ *   Measured on two workers only (figures: docs/design.md "DRAIN"); the
+ *   first probe costs the first ~0.2-0.5 s of a contended run. On a
+ *   machine with nothing else running the run delay stays low and the
+ *   rule never probes.
  *
  * Atomics: delay_pm/delay_at, ndrain, drain_next and the switch counters
  * are hints, all relaxed: a stale value makes one decision one period late
@@ -256,8 +236,8 @@ static void probe(struct wft_worker *w, struct wft_drain_ctl *c, int dir, int nd
 static void decide(struct wft_worker *w, struct wft_drain_ctl *c, weft_time_t now)
 {
 	/* rates of A (the old ndrain) and B (the changed one), compared
-	 * without dividing (whole switches per ms were too coarse at low
-	 * rates, found by review): ra ~ sw[0] * ns[1], rb ~ sw[1] * ns[0].
+	 * without dividing (whole switches per ms are too coarse at low
+	 * rates): ra ~ sw[0] * ns[1], rb ~ sw[1] * ns[0].
 	 * Under 2^64: switches per window times window ns stays far below
 	 * it (10^7 switches x 10^8 ns x 110 = 10^17). */
 	uint64_t ra = c->sw[0] * c->ns[1], rb = c->sw[1] * c->ns[0];
@@ -286,7 +266,7 @@ static void decide(struct wft_worker *w, struct wft_drain_ctl *c, weft_time_t no
 	else if (!(c->dir > 0 && drained_wins))
 		/* the drain as it is was confirmed: by a -1 that lost, or a
 		 * +1 that lost (more than two workers; then the next probe
-		 * goes down, found by review: it repeated the losing +1) */
+		 * goes down rather than repeat the losing +1) */
 		c->hold = min_u64(c->hold * 2, DRAIN_HOLD_MAX_NS);
 	c->down_next = c->dir > 0 && !drained_wins;
 	c->phase = DRAIN_HELD;
@@ -308,8 +288,8 @@ static void control(struct wft_worker *w, weft_time_t now)
 	/* A window or settle time much longer than planned spanned a spell
 	 * without idle entries (the runtime went idle for good, or busy for
 	 * good): its rate says nothing about the configuration (a +1 probe's
-	 * A window stretched over a quiet spell looked slow, and drained for
-	 * nothing; found by review). Drop the probe, back to where it began. */
+	 * A window stretched over a quiet spell would look slow, and drain
+	 * for nothing). Drop the probe, back to where it began. */
 	if (c->phase >= DRAIN_WINDOW && now - c->t0 > 2 * DRAIN_WIN_NS) {
 		set_ndrain(c->nd0);
 		c->phase = c->nd0 ? DRAIN_HELD : DRAIN_NORMAL;
@@ -405,7 +385,7 @@ void wft_drain_idle(struct wft_worker *w)
 		return;
 	/* the clock again: we may have been preempted since the read above
 	 * (likely: probes run when the workers wait for CPUs), and a window
-	 * boundary a few ms off skews a 50 ms window (found by review). Later
+	 * boundary a few ms off skews a 50 ms window. Later
 	 * than every earlier holder's, which read theirs under the lock. */
 	control(w, wft_now());
 	/* release: publishes rt.drain to the next holder */

@@ -283,9 +283,8 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 	sw = wft_worker_switches(v);
 	/* its stuck mail was all pinned at the last rescue: nothing for us
 	 * until it switches or new mail arrives (without this, the watch
-	 * took and gave back the same pinned mail every 0.5 ms while the
-	 * victim stayed busy, and kept this worker waking every 0.1 ms;
-	 * found by review) */
+	 * would take and give back the same pinned mail every 0.5 ms while
+	 * the victim stays busy, and keep this worker waking every 0.1 ms) */
 	if (w->mw_pinned == v && w->mw_pinned_sw == sw && w->mw_pinned_sig == mail_sig(v))
 		return MAIL_NONE;
 	if (w->mw_victim != v || w->mw_switches != sw) {
@@ -366,10 +365,10 @@ static void spinner_hint_clear(struct wft_worker *w)
 /* Leave the idle set. If our bit was already clear, a wake_one() claimed
  * us: it has counted us out of nidle and handed us its spinning slot
  * (nspinning stays 1 on our behalf), so we take the slot here, on our own
- * thread. (wake_one used to store v->spinning = 1 itself; that store could
+ * thread. (If wake_one stored v->spinning = 1 itself, that store could
  * land after v had already left idle, or v could sleep holding the slot
- * without anyone knowing, and nspinning stayed 1 forever: every later
- * wake_one assumed somebody was looking. Found by review.) */
+ * without anyone knowing, and nspinning would stay 1 forever: every later
+ * wake_one would assume somebody was looking.) */
 static void idle_clear(struct wft_worker *w)
 {
 	/* relaxed: the bit's owner is decided by the RMWs themselves (ours
@@ -429,10 +428,10 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
 /* The scheduler loop's pick found work while w held the spinning slot (a
  * worker claimed by wake_one holds it when it wakes). Give it back; if a
  * worker sleeps without the idle tick, it may be the only one that would
- * look at a stranded next slot, so get it going (found by review). Not
- * found_work()'s "last spinner wakes any idle worker": that kicked the
- * peer worker on every round trip of a cross-worker ping-pong, whose
- * workers park with the tick (weft-micro pingpong_idle 21 -> 45 us). */
+ * look at a stranded next slot, so get it going. Not found_work()'s
+ * "last spinner wakes any idle worker": that would kick the peer worker
+ * on every round trip of a cross-worker ping-pong, whose workers park
+ * with the tick (weft-micro pingpong_idle 21 -> 45 us). */
 void wft_idle_found_work(struct wft_worker *w)
 {
 	if (spinning(w)) {
@@ -954,8 +953,8 @@ void wft_idle_kick_force(struct wft_worker *w)
 
 /* wake_one's scan. prefer_deep: claim a worker parked without the idle
  * tick if there is one (a ticking worker will look by itself within a
- * millisecond; waking it instead left ndeep > 0, and every later strand
- * check woke it again: found by review). */
+ * millisecond; waking it instead would leave ndeep > 0, and every later
+ * strand check would wake it again). */
 static void wake_pick(struct wft_worker *self, bool prefer_deep)
 {
 	int zero = 0;
@@ -971,7 +970,7 @@ static void wake_pick(struct wft_worker *self, bool prefer_deep)
 		uint64_t m = atomic_load_explicit(&wft_rt.idle_mask[i], memory_order_relaxed);
 		/* bits we pass over (ourselves, a draining worker): kept apart
 		 * from m, which is the CAS's expected value (clearing them in m
-		 * made the CAS fail and reload them forever: found by review) */
+		 * would make the CAS fail and reload them forever) */
 		uint64_t skip = 0;
 
 		while (m & ~skip) {

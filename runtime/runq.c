@@ -43,7 +43,7 @@
  *      older pinned ones (the ring is popped first), so FIFO, and a
  *      yield's place behind every runnable thread, hold among threads of
  *      one kind only when both kinds share a worker while a thief asks
- *      (found by a test under NO_MAILBOX, config/randomize_shuffles_next_slot).
+ *      (test config/randomize_shuffles_next_slot, under NO_MAILBOX).
  *   I4 With NO_MAILBOX the private list is also written by remote wakers,
  *      so every private-list access then holds w->rqlock.
  *
@@ -231,9 +231,9 @@ struct weft_thread *wft_runq_steal(struct wft_worker *w, struct wft_worker *vict
 		{
 			/* Half of the victim's queue, not half of its ring: the
 			 * owner publishes half of its private list when asked
-			 * (publish_owner), so half of the ring was a quarter of
-			 * the work (found by the issue-2 audit). relaxed: npriv
-			 * is a hint; a stale value only sizes the batch. */
+			 * (publish_owner), so half of the ring is a quarter of
+			 * the work. relaxed: npriv is a hint; a stale value
+			 * only sizes the batch. */
 			uint32_t priv = atomic_load_explicit(&vq->npriv, memory_order_relaxed);
 			uint32_t half = (uint32_t)(((uint64_t)n + priv + 1) / 2);
 

@@ -63,8 +63,8 @@ void __tsan_release(void *addr);
 #define WFT_VG_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER((lo), (hi))
 #define WFT_VG_STACK_DEREGISTER(id) VALGRIND_STACK_DEREGISTER(id)
 /* A reused stack starts undefined for the new thread (Memcheck otherwise
- * reports the previous thread's frames as the new one's invalid accesses:
- * found by review, 27 reports in a stack-reuse stress) */
+ * reports the previous thread's frames as the new one's invalid accesses,
+ * e.g. 27 reports in a stack-reuse stress) */
 #define WFT_VG_STACK_FRESH(lo, size) do { \
 	if (__builtin_expect(wft_vg_running, 0)) \
 		(void)VALGRIND_MAKE_MEM_UNDEFINED((lo), (size)); \
@@ -113,9 +113,9 @@ static inline void wft_san_stack_fresh(void *lo, size_t size)
 
 /* Stack memory about to be unmapped: clear its ASan shadow. GCC 12's ASan
  * leaves the shadow of unmapped memory as it was, so the next mapping at
- * that address (a bulk TCB slab, or anything of the program's) inherited
- * the dead frames' redzones (CI: a stack-buffer-underflow reported on a
- * TCB slab, CK_FORK=no). */
+ * that address (a bulk TCB slab, or anything of the program's) would
+ * inherit the dead frames' redzones (symptom: a stack-buffer-underflow
+ * reported on a TCB slab, CK_FORK=no). */
 static inline void wft_san_unmapping(void *lo, size_t size)
 {
 #if WFT_ASAN

@@ -70,8 +70,8 @@ int wft_segv_altstack(void)
 		return EINVAL;
 	/* Not under a sanitizer: its runtime keeps an alternate stack of its
 	 * own per thread and unmaps whatever alternate stack a thread has when
-	 * it exits, ours included (CI: ASan SEGV in DTLS_Destroy at a worker's
-	 * exit); the sanitizer reports faults itself. */
+	 * it exits, ours included (under ASan: a SEGV in DTLS_Destroy at a
+	 * worker's exit); the sanitizer reports faults itself. */
 	if (WFT_ASAN || WFT_TSAN)
 		return 0;
 	/* only worker w->id's thread touches its slot, and one runtime's

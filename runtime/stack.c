@@ -29,9 +29,9 @@
  * Mappings. Stacks of the usual sizes are slots of shared mappings, with
  * their guard page as a guard marker ("Chunks" below): a million live
  * stacks take about 4,000 mappings, so vm.max_map_count (65,530 by
- * default) no longer caps live threads near 30,000. Threads that have not
- * run yet hold no stack at all, so 1,000,000 spawned-but-unstarted
- * threads cost only their TCBs.
+ * default) does not cap live threads near 30,000 (as one or two mappings
+ * per stack would). Threads that have not run yet hold no stack at all,
+ * so 1,000,000 spawned-but-unstarted threads cost only their TCBs.
  *
  * Invariants:
  *   I1 A cached stack's usable size and guard flag are recorded with it; a
@@ -164,8 +164,8 @@ static size_t map_size(size_t size, int guard)
  * Chunks. A stack of the usual sizes is a slot of a chunk: one mapping of
  * n slots of equal size (at most CHUNK_STACKS_MAX and CHUNK_BYTES), so a
  * million live stacks cost about 4,000 mappings instead of one (no guard)
- * or two (guard) each, and vm.max_map_count (65,530 by default) no longer
- * caps live threads near 30,000. A slot has the layout above (guard page,
+ * or two (guard) each, and vm.max_map_count (65,530 by default) does not
+ * cap live threads near 30,000. A slot has the layout above (guard page,
  * usable part). The guard page is a guard marker installed with
  * madvise(MADV_GUARD_INSTALL) (Linux 6.13): an access faults as a
  * PROT_NONE page would, but the marker lives in the page table and does

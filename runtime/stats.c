@@ -88,8 +88,8 @@ int weft_stats_print(FILE *f)
 			wakes ? 1000.0 * (double)s.chain_kicks / (double)wakes : 0.0);
 	}
 	{
-		/* the I/O backend and the io_uring flags chosen (issue: "WEFT_STATS
-		 * says so" when io_uring is unavailable) */
+		/* the I/O backend and the io_uring flags chosen, so that the
+		 * table says so when io_uring is unavailable */
 		char io[256];
 
 		wft_uring_describe(io, sizeof(io));

@@ -59,9 +59,9 @@
  *           reap. Naming the joiner in the CAS that claims the join is
  *           what makes racing joiners safe: with the joiner in a separate
  *           field written before the CAS, a losing joiner could overwrite
- *           the winner's name after the winner's CAS, and the exit then
- *           woke the loser (twice) and never the winner, or an OS-thread
- *           loser's dead stack waiter (found by review; test
+ *           the winner's name after the winner's CAS, and the exit would
+ *           then wake the loser (twice) and never the winner, or an
+ *           OS-thread loser's dead stack waiter (test
  *           thread/racing_joiners). The API makes a second joiner get EINVAL.
  *           A weft joiner's park commit may instead find EXITED and
  *           reserve it (EXITED -> EXITED_T), or lose (see join_commit).
@@ -422,10 +422,10 @@ static __attribute__((noreturn)) void thread_exit(struct weft_thread *t, void *r
 			/* An OS thread waits; only the exiting thread leaves this
 			 * state, and to EXITED_T, reserved for that joiner: with
 			 * EXITED, a detach or a second join could reap t between
-			 * this store and the joiner's wakeup, and the joiner then
-			 * failed, or reaped another thread that reused the TCB
-			 * (found by review). release: publishes t->ret (the waiter
-			 * wake below also releases). */
+			 * this store and the joiner's wakeup, and the joiner
+			 * would then fail, or reap another thread that reused
+			 * the TCB. release: publishes t->ret (the waiter wake
+			 * below also releases). */
 			atomic_store_explicit(&t->jstate, WFT_JS(WFT_J_EXITED_T, t->seq),
 					      memory_order_release);
 			wft_waiter_wake((struct wft_waiter *)js);
@@ -532,8 +532,8 @@ static void join_wake(struct weft_thread *j, int flags)
  * joiner (the exit wakes it), or EXITED -> EXITED_T (it exited meanwhile:
  * reserved for the joiner, woken here), or anything else: lost (park_arg
  * = NULL, woken here, EINVAL). A joiner that re-read jstate after a lost
- * commit could find a later thread's EXITED in a reused TCB and reap it
- * (found by review). */
+ * commit could find a later thread's EXITED in a reused TCB and reap
+ * it. */
 static void join_commit(struct weft_thread *j, void *arg)
 {
 	struct weft_thread *t = arg;
@@ -779,10 +779,10 @@ int wft_thread_park(weft_time_t deadline)
 	 * waiter's WOKEN), then found the token already 1 and left the wake to
 	 * the first. A plain store of 0 could sit in our store buffer while our
 	 * caller's re-check reads U2's condition stale; then U2's token is
-	 * erased and we park for good (store buffering: found by review and
-	 * reproduced). acquire: if the exchange reads U2's 1 it synchronises
-	 * with U2's seq_cst exchange, so the caller's re-check sees U2's
-	 * condition; if U2 comes later, U2 reads 0 and wakes us itself. */
+	 * erased and we park for good (store buffering). acquire: if the
+	 * exchange reads U2's 1 it synchronises with U2's seq_cst exchange,
+	 * so the caller's re-check sees U2's condition; if U2 comes later,
+	 * U2 reads 0 and wakes us itself. */
 	(void)atomic_exchange_explicit(&t->token, 0, memory_order_acquire);
 	return 0;
 }
@@ -844,9 +844,9 @@ int weft_sleep_until(weft_time_t deadline)
 
 		/* An unpark during a sleep (or pending at its start) does not
 		 * end it: loop to the deadline. But it was meant for a later
-		 * weft_park, so it is not lost: the token goes back (before,
-		 * the sleep's parks consumed it, and a weft_park after the
-		 * sleep waited for another unpark: found by review). */
+		 * weft_park, so it is not lost: the token goes back (if the
+		 * sleep's parks consumed it, a weft_park after the sleep
+		 * would wait for another unpark). */
 		wft_wait_note(self, "sleep", NULL);
 		while (wft_thread_park(deadline) != ETIMEDOUT)
 			unparked = true;

@@ -530,8 +530,8 @@ struct io_uring_sqe *wft_uring_get_sqe(struct wft_worker *w, unsigned need)
 			 * The caller takes its linked timeout's SQE from
 			 * w->ring right after this one (uop_wait), and the
 			 * worker it could move to may have no ring at all
-			 * (found by review: the old "reload w after the
-			 * yield" put the two halves of a link on two rings). */
+			 * (reloading w after the yield could put the two
+			 * halves of a link on two rings). */
 			struct weft_thread *self = wft_thread_self();
 			int pin = self->pin;
 

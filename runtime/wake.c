@@ -372,7 +372,7 @@ void wft_wake_deliver(struct weft_thread *t, int flags)
  * gave the lock to a parked waiter runs it next on its own worker and
  * yields to it. Not from an OS thread; not with SYNC_WAKE off; not without
  * the next slot (plain FIFO: the wakee would queue at the tail, and the
- * push would kick an idle worker to steal it, found by review); not on a
+ * push would kick an idle worker to steal it); not on a
  * draining worker (DRAIN sends threads away from it). A wakee pinned
  * elsewhere goes to its own worker (R0).
  */

@@ -166,8 +166,8 @@ static __attribute__((noinline)) void offer_yielder(struct wft_worker *w)
  * surplus while other workers sleep (nobody else will notice it: remote
  * wakers kick only the target, which is busy), so when some worker is idle
  * and none is looking, get one (the "Surplus" bound of runtime/idle.c).
- * Without this, threads unparked from an OS thread onto a busy worker ran
- * there one after another while the other worker slept (found by review). */
+ * Without this, threads unparked from an OS thread onto a busy worker
+ * would run there one after another while the other worker slept. */
 static __attribute__((noinline)) void drain_mailbox(struct wft_worker *w)
 {
 	struct weft_thread *last;
@@ -209,7 +209,7 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 	if (wft_runq_publish_owner(w) ||
 	    /* relaxed: our own ring's bounds (a thief only makes it emptier);
 	     * work already public (the ring was full, or only pinned threads
-	     * are private) still needs a looker (found by review) */
+	     * are private) still needs a looker */
 	    atomic_load_explicit(&w->rq.tail, memory_order_relaxed) !=
 	    atomic_load_explicit(&w->rq.head, memory_order_relaxed))
 		maybe_wake_idle(w, true, 0);
@@ -415,22 +415,21 @@ static inline __attribute__((always_inline)) void make_start_ctx(struct weft_thr
  * thread is counted in wft_stack_waiters from its first failure until it
  * gets a stack, on whichever worker, and weft_spawn refuses threads that
  * would need a new stack while the count is not 0. (A flag set on failure
- * and cleared on a mapping or a free stayed set when the waiter got a
- * cached stack elsewhere, refusing spawns with nobody waiting: found by
- * review.) relaxed: a count that only gates spawns; the increment and the
- * decrement are RMWs, so the count is exact.
+ * and cleared on a mapping or a free would stay set when the waiter got a
+ * cached stack elsewhere, refusing spawns with nobody waiting.) relaxed: a
+ * count that only gates spawns; the increment and the decrement are RMWs,
+ * so the count is exact.
  *
  * The stack a waiter needs may sit in another worker's cache (or with one
  * of its cached TCBs), which only its owner touches. While the count is
  * not 0, every worker hands its cached stacks to the global pool at its
  * next pick (stack_offer), a waiter's first failure kicks the parked
  * workers so that they pick too, and the waiter's retry looks in the
- * pool. Before, a waiter pinned to its worker, or on a worker whose peers
- * were busy and never stole, or parked, waited until memory was freed
- * (tests thread/stack_shortage_peer_cache; the last two cases were found
- * by review). Not covered: a pool already full of stacks of other sizes
- * (STACK_POOL_MAX of them) takes no more, and the waiter waits for a
- * free or a mapping as before.
+ * pool. Without this, a waiter pinned to its worker, or on a worker whose
+ * peers are busy and never steal, or parked, would wait until memory was
+ * freed (tests thread/stack_shortage_peer_cache). Not covered: a pool
+ * already full of stacks of other sizes (STACK_POOL_MAX of them) takes no
+ * more, and the waiter then waits for a free or a mapping.
  */
 struct wft_padded_count wft_stack_waiters;
 
@@ -507,10 +506,10 @@ static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
  *    be PARKED and woken onto another worker, which then waits for it:
  *    two workers each waiting for the other's thread (DRAIN moves a
  *    thread off its awake last worker, and a sync wake keeps one on a
- *    draining worker; found by review). So a dispatch from a thread that
- *    finds next still on a CPU after the spin switches to the scheduler
- *    loop first (finishing its own thread's switch there, as when nothing
- *    is runnable), and the loop waits for next holding nothing
+ *    draining worker). So a dispatch from a thread that finds next still
+ *    on a CPU after the spin switches to the scheduler loop first
+ *    (finishing its own thread's switch there, as when nothing is
+ *    runnable), and the loop waits for next holding nothing
  *    (w->held). A wait with nothing held cannot be part of a cycle.
  * The reaper of an exited thread waits for the same store (thread.c I3)
  * with rule 1; the exiting thread's worker never waits for the reaper.
@@ -755,8 +754,7 @@ bool wft_worker_take_head(struct wft_worker *w, struct weft_thread *t)
 	}
 	/* Another thread in the next slot runs first (the pick's order);
 	 * skipping it would also leave t's exit no free slot to return
-	 * through, and the joiner's wake would push it to the tail (I3;
-	 * found by review) */
+	 * through, and the joiner's wake would push it to the tail (I3) */
 	if (wft_next_peek(w))
 		return false;
 	wft_rq_lock(w);
@@ -790,8 +788,8 @@ void wft_worker_schedule(struct wft_worker *w, int how)
 	if (how == WFT_SCHED_YIELD) {
 		/* Behind every runnable thread of this worker, the ones still
 		 * in its mailbox included: queued first, they came after the
-		 * yielder (found by review: a thread unparked from an OS thread
-		 * ran only after the yielder's next turn) */
+		 * yielder (else a thread unparked from an OS thread would run
+		 * only after the yielder's next turn) */
 		if (wft_unlikely(!wft_mailbox_empty(&w->mailbox)))
 			drain_mailbox(w);
 		atomic_store_explicit(&cur->state, WFT_T_RUNNABLE, memory_order_relaxed);
@@ -839,8 +837,8 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 	 * spawner usually joins it soon and takes it back from there
 	 * (wft_worker_take_head), but if the spawner computes on instead,
 	 * an idle worker takes it from the slot (I5) within a tick, where in
-	 * the private list it waited for the spawner's next scheduling point
-	 * (issue: a thread spawned by a busy thread started 300 ms late). */
+	 * the private list it would wait for the spawner's next scheduling
+	 * point (a thread spawned by a busy thread could start 300 ms late) */
 	struct weft_thread *c = w->spawn_next;
 
 	if (wft_unlikely(c != NULL)) {
@@ -890,8 +888,7 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 								      memory_order_release));
 		}
 		/* t may be stranded here if we keep running (I5), whichever
-		 * path put it in (found by review: the displacing path did
-		 * not check) */
+		 * path put it in, the displacing one included */
 		if (t->pin < 0 && wft_feat(STEAL))
 			wft_idle_strand_check(w);
 		if (!old)

@@ -87,9 +87,9 @@
  *   takes qlock while I4 keeps s alive) or the poster's CAS sees WAITING
  *   (the waiter owns a unit and never touches s again), because both CAS
  *   the same byte and only WAITING can change. So no unit is ever lost or
- *   doubled, and the old window - the waiter saw its deadline, a post
- *   granted and the poster destroyed s, the waiter then took s->qlock - is
- *   closed.
+ *   doubled, and the window where the waiter sees its deadline, a post
+ *   grants and the poster destroys s, and the waiter then takes s->qlock
+ *   is closed.
  *
  *   Interleavings considered: post racing a waiter's queueing (above); post
  *   racing a waiter's timeout (sembench -T; "Timeout"); a post that meets a
