@@ -794,9 +794,9 @@ END_TEST
  * case on it may still take its lock. S selects on {A, B}; P sends on A
  * (claims S: S's B node is now stale), closes B (which pops that stale
  * node) and destroys B at once. S has not run yet (one worker, P does not
- * yield), and S's unlink pass will still lock B. The old destroy saw B's
- * queues empty and freed B (the selector then locked freed memory); now
- * destroy waits for S's unlink, so when it returns S has left select.
+ * yield), and S's unlink pass will still lock B. A destroy that trusts
+ * B's empty queues frees B (the selector then locks freed memory); so
+ * destroy waits for S's unlink, and when it returns S has left select.
  * Everything is bounded: the test body gives up after 5 s. */
 static weft_chan_t *dsel_a, *dsel_b;
 static _Atomic int dsel_sel_done, dsel_peer_done, dsel_destroy_rc = -1;

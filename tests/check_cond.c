@@ -218,7 +218,7 @@ START_TEST(test_destroyed)
 	wt_init(1);
 	ck_assert_int_eq(weft_cond_destroy(&c), 0);
 	/* from the test thread (OS thread), then a weft and an OS thread; the
-	 * timed waits are bounded: before the fix they waited */
+	 * timed waits are bounded: without the fix they wait */
 	ck_assert_int_eq(weft_mutex_lock(&m), 0);
 	ck_assert_int_eq(weft_cond_timedwait(&c, &m, sc_ms(2000)), EINVAL);
 	ck_assert_int_eq(weft_mutex_unlock(&m), 0);
@@ -708,8 +708,8 @@ END_TEST
 
 /* The owner of m dies while a timed waiter waits: the waiter's relock at
  * the timeout takes m over and must say so (EOWNERDEAD, not ETIMEDOUT: the
- * caller would trust what the dead owner left half-done; found by review,
- * ETIMEDOUT before the fix). */
+ * caller would trust what the dead owner left half-done; fails with
+ * ETIMEDOUT without the fix). */
 struct od {
 	weft_mutex_t m;
 	weft_cond_t c;

@@ -450,8 +450,8 @@ END_TEST
 
 /* WEFT_FEATURES overrides cfg.features: where the two disagree about a
  * switch, the environment's value holds. (Whether the field's other
- * switches survive is not documented, so not asserted: today the
- * environment replaces the field entirely, init.c.) A bad name in the
+ * switches survive is not documented, so not asserted: init.c lets the
+ * environment replace the field entirely.) A bad name in the
  * field is still refused. */
 START_TEST(env_features)
 {

@@ -1723,9 +1723,9 @@ START_TEST(timeout_cancel_race)
 	atomic_store(&race_done, 0);
 	s = spawn_on(-1, race_sender, &r);
 	rv = spawn_on(-1, race_receiver, &sv[0]);
-	/* 0.3 s of rounds; a receiver still at it after 10 s is stuck (CI
-	 * saw this case run into its timeout under load, with nothing said):
-	 * dump the threads and fail, instead of hanging */
+	/* 0.3 s of rounds; a receiver still at it after 10 s is stuck: dump
+	 * the threads and fail, instead of running into the tcase timeout
+	 * with nothing said */
 	for (int i = 0; i < 1000 && !atomic_load(&race_done); i++)
 		usleep(10000);
 	if (!atomic_load(&race_done)) {
@@ -1749,7 +1749,7 @@ END_TEST
 /* Timeouts on the hinted and direct paths (runtime/io.c Wait hint, Direct
  * sends): a receive the hint sends straight to the waiting form, and a
  * send that finds the buffer full after its direct try, still end with
- * ETIMEDOUT when nothing comes (found missing by review). */
+ * ETIMEDOUT when nothing comes. */
 static void *hinted_timeout_cases(void *arg)
 {
 	int *sv = arg;

@@ -27,7 +27,7 @@
  * Each computes ~0.5 ms and then, while STEAL is on, goes on in such
  * chunks until some thread has run on worker 1 (at most 3 s from the
  * start): worker 1's OS thread may get no CPU for a while when the host
- * is loaded (a fixed 6 ms of work, then 32 ms, flaked in CI). */
+ * is loaded (a fixed 6 ms of work, or 32 ms, is too short then). */
 static _Atomic int sp_seen_on1;
 static _Atomic uint64_t sp_until;
 
@@ -63,9 +63,9 @@ static void *spawner(void *arg)
  * and asks for work, worker 0 publishes at its next pick (the spawner's
  * yield) and worker 1 steals once: every child spins until released, so the
  * first child each worker runs holds it, and no second steal or publish
- * can happen. The steals counter then is that one batch. Before the fix
- * the thief took half of what was published, itself half of the private
- * list: 8 of 32. */
+ * can happen. The steals counter then is that one batch. Fails against a
+ * thief that takes half of what was published, itself half of the
+ * private list: 8 of 32. */
 #define SH_N 32
 static _Atomic int sh_spawned, sh_release, sh_on1, sh_holding;
 
@@ -323,11 +323,11 @@ END_TEST
 
 /* Threads unparked from a plain OS thread onto a busy worker must spread
  * to the parked worker: the busy worker notices surplus when it drains its
- * mailbox. (It did not: they ran one after another on their home worker
- * while the other slept - found by review.) The threads work in 100 us
- * chunks until the other worker has stolen one of them, or 3 s: a fixed
- * 16 ms of work was over before the kicked worker's OS thread got a CPU
- * once in CI, where another suite kept both CPUs busy. */
+ * mailbox. (Without that they run one after another on their home worker
+ * while the other sleeps.) The threads work in 100 us chunks until the
+ * other worker has stolen one of them, or 3 s: a fixed 16 ms of work can
+ * be over before the kicked worker's OS thread gets a CPU when other
+ * programs keep both CPUs busy. */
 enum { SUR_N = 8, SUR_CHUNKS = 40 };
 static _Atomic int sur_stop;
 static weft_thread_t sur_th[SUR_N];
@@ -456,7 +456,7 @@ START_TEST(pinned_no_kicks)
 	ck_assert_int_eq(weft_join(t, NULL), 0);
 	weft_stats_get(&s1);
 	wt_assert_no_failure();
-	/* a handful for the spawns and the joins; before the fix: thousands */
+	/* a handful for the spawns and the joins; without the fix: thousands */
 	ck_assert_msg(s1.kicks - s0.kicks < 50, "%llu kicks",
 		      (unsigned long long)(s1.kicks - s0.kicks));
 	wt_shutdown();
@@ -560,7 +560,7 @@ START_TEST(spin_backoff_shared)
 	       (unsigned long long)n, W);
 	/* 0.9 s of doubling back-offs from 10 ms is 7; a quiet stretch
 	 * longer than the back-off (the burners preempted) restarts the
-	 * doubling: 7-10 seen, 22 with CI and other builds on the CPUs.
+	 * doubling: 7-10 seen, 22 with other builds and tests on the CPUs.
 	 * Each worker backing off on its own gave 76: the limit is under
 	 * half of that. */
 	ck_assert_uint_le(n, 36);
@@ -578,7 +578,7 @@ END_TEST
  * DRAIN off, the same load moves nothing. The test thread, and so the workers
  * and hogs it creates, run on two CPUs (on a bigger host three hogs would
  * leave CPUs free and cause no run delay). Each phase waits at most 3 s
- * (5 s for the recovery: a loaded CI host may re-raise the drain once). */
+ * (5 s for the recovery: a loaded host may re-raise the drain once). */
 struct drain_probe {
 	_Atomic int stop;
 	_Atomic int last;       /* worker of the latest wake */
@@ -775,11 +775,11 @@ END_TEST
  * sleep 60 us in turn want almost two CPUs; draining a worker would cut
  * their share of the two CPUs from 2/5 + 2/5 to 2/4, and their switches
  * per second with it. So the rule probes (the workers do wait for CPUs,
- * and go idle when all their threads sleep) and never keeps a drain. The
- * threshold rule it replaced drained here at once (run delay alone,
- * session 9), and so does a rule that ignores the probe's throughput
- * (drain_raises > 0). (With four such threads and 100 us sleeps, under a
- * CPU of demand, the probes did find one worker faster, and kept it.) */
+ * and go idle when all their threads sleep) and never keeps a drain. A
+ * threshold rule on the run delay alone drains here at once, and so does
+ * a rule that ignores the probe's throughput (drain_raises > 0). (With
+ * four such threads and 100 us sleeps, under a CPU of demand, the probes
+ * do find one worker faster, and keep it.) */
 static _Atomic int cpu_need_stop;
 /* Under TSan the workers' own scheduling is slow enough that they seldom
  * go idle between these threads' sleeps, so the rule (which runs at idle
@@ -801,8 +801,8 @@ static void *cpu_need_body(void *arg)
 	while (!atomic_load(&cpu_need_stop)) {
 		/* in a register, kept by the empty asm: the same cost in
 		 * every build (a volatile is instrumented under TSan, which
-		 * made the threads so slow that the workers never went idle
-		 * and the rule never ran; CI) */
+		 * makes the threads so slow that the workers never go idle
+		 * and the rule never runs) */
 		for (int i = 0; i < CPU_NEED_ITERS; i++) {
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 			__asm__ volatile("" : "+r"(x));
@@ -860,9 +860,9 @@ START_TEST(drain_keeps_needed_cpus)
 		ck_assert_uint_ge(s.drain_probes, 1);
 	/* A rule that keeps draining raises at every probe (measured with
 	 * the throughput test removed). A probe that wins by noise is
-	 * tolerated (the -1 probe 0.2 s later gives the worker back): CI on
-	 * a loaded host saw one win in 3 probes under NO_NEXT_SLOT and two
-	 * under NO_SYNC_WAKE. So at most half the probes may keep a drain;
+	 * tolerated (the -1 probe 0.2 s later gives the worker back): a
+	 * loaded host has shown one win in 3 probes under NO_NEXT_SLOT and
+	 * two under NO_SYNC_WAKE. So at most half the probes may keep a drain;
 	 * 5 s gives the backoff room for about 4 probes. */
 	ck_assert_msg(s.drain_raises <= s.drain_probes / 2 || s.drain_raises <= 1,
 		      "%llu of %llu probes kept a drain",
@@ -900,7 +900,7 @@ static void cpu_need_stop_all(pthread_t *os, weft_thread_t *t)
  * worker awake to close the window, then the load comes back for 0.4 s.
  * Closing that window then would count 0.5 s of nothing as the two-worker
  * rate, and the probe's one-worker windows would win by far: a drain for
- * nothing (found by review). Dropped, nothing is kept. */
+ * nothing. Dropped, nothing is kept. */
 START_TEST(drain_drops_probe_over_quiet_spell)
 {
 	weft_thread_t t[CPU_NEED_N];
@@ -929,7 +929,7 @@ START_TEST(drain_drops_probe_over_quiet_spell)
 	/* Long enough for the stale probe to decide (its three remaining
 	 * windows and two settles: ~0.22 s), too short for a fresh probe to
 	 * start after the drop (DRAIN_BACKOFF_NS, 0.5 s) and decide, which
-	 * a loaded host could make win by noise (seen in CI with 1 s) */
+	 * a loaded host could make win by noise (seen with 1 s) */
 	usleep(400000);
 	cpu_need_stop_all(os, t);
 	weft_stats_get(&s);
@@ -1034,9 +1034,9 @@ START_TEST(stranded_next_slot_stolen)
 END_TEST
 
 /* The same when the wakee enters the next slot by displacing a pinned
- * thread woken just before it (review: that path skipped the strand
- * check, and the wakee stayed stranded for the waker's whole loop in 4
- * of 5 runs while the other worker slept without the idle tick). */
+ * thread woken just before it (fails if that path skips the strand
+ * check: the wakee stayed stranded for the waker's whole loop in 4 of 5
+ * runs while the other worker slept without the idle tick). */
 struct displace {
 	weft_thread_t p, u;
 	_Atomic int p_ready, u_ready, u_on, stop;
@@ -1331,8 +1331,8 @@ START_TEST(fork_join_reuses_stacks)
 	/* A worker whose OS thread the host stalls for the trim bound
 	 * (10 ms) leaves the other idle that long: its idle trim unmaps
 	 * cached stacks (stack_trims) that the next rounds map again. It
-	 * happened in CI, with other suites keeping both CPUs busy (134
-	 * stacks), and in 10 of 17 windows here with two CPU hogs. The
+	 * happens when other programs keep both CPUs busy (134 stacks seen),
+	 * and in 10 of 17 windows with two CPU hogs. The
 	 * remaps may fall in the window after the trim (a trim between
 	 * rounds, or at a window's end), so each window is charged the trims
 	 * since the previous window began (or the warm-up round): the stacks
@@ -1832,8 +1832,8 @@ int main(void)
 	/* Every test here checks one mechanism (steals, the next slot, wake
 	 * placement, the idle tick, the stack cache) and counts on worker 1
 	 * taking part: DRAIN, on by default, stops a worker's steals and
-	 * moves its wakes while the host is loaded (CI: stealing_happens saw
-	 * 0 steals on e91f0fa). So the suite runs with it off; the DRAIN tests
+	 * moves its wakes while the host is loaded (stealing_happens can then
+	 * see 0 steals). So the suite runs with it off; the DRAIN tests
 	 * set it in their own config, and the other suites run with it on. */
 	wt_features = "NO_DRAIN";
 	return wt_run_suite(sched_suite());

@@ -13,7 +13,7 @@ set -u
 # 32768-60999 by default): a port in it can be the local end of any
 # connection on the machine (the suites run in parallel, with 1,000
 # loopback connections in check_io), and a listener cannot bind it then
-# (CI failed round 1 that way on port 36216). A port that is busy before
+# (round 1 then fails to bind). A port that is busy before
 # the first round is not the bug this test looks for: the next one is
 # tried (pick_port).
 lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)

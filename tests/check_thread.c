@@ -1372,9 +1372,9 @@ END_TEST
 /* Once no thread waits for a stack, spawns succeed again, even if no
  * stack was freed or mapped meanwhile: two long-lived threads spawned
  * under the limit get their stacks from worker 0's cache after one of
- * them failed to map one on worker 1. A flag set on a failed mapping and
- * cleared by a mapping or a free stayed set here and refused every spawn
- * (found by review, reproduced 5 of 5). */
+ * them failed to map one on worker 1. Fails (5 of 5 runs) if a flag set
+ * on a failed mapping and cleared by a mapping or a free does the
+ * counting: it stays set here and refuses every spawn. */
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 static _Atomic int sc_running, sc_release, sc_warm;
 
@@ -1515,8 +1515,8 @@ END_TEST
  *   _i = 2  in its stack cache while it sleeps (parked deep, no tick).
  * While a thread waits for a stack, every worker hands what it holds to
  * the shared pool at its next pick, and the waiter's first failure kicks
- * the parked ones. Before, the waiter waited until memory was freed:
- * case 0 failed 3 of 3 runs; cases 1 and 2 were found by review. */
+ * the parked ones. Without that, the waiter waits until memory is freed
+ * (case 0 failed 3 of 3 runs). */
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 static _Atomic int pc_stop;
 

@@ -29,7 +29,7 @@ START_TEST(sleep_duration)
 	ck_assert_int_eq(weft_spawn(&t, sleep_ms, (void *)(uintptr_t)20, NULL), 0);
 	ck_assert_int_eq(weft_join(t, &r), 0);
 	wt_assert_no_failure();
-	/* only that it returns: a loaded CI machine can hold a worker off its
+	/* only that it returns: a loaded machine can hold a worker off its
 	 * CPU for 100 ms and more; the benchmark checks precision */
 	ck_assert_uint_lt((uintptr_t)r, 2000 * 1000000ull);
 	wt_shutdown();
@@ -184,8 +184,8 @@ START_TEST(timeout_vs_unpark)
 	ck_assert_int_eq(weft_join(t, NULL), 0);
 	ck_assert_msg(atomic_load(&tv_lost) == 0, "%ld lost unparks in %ld rounds",
 		      (long)atomic_load(&tv_lost), (long)atomic_load(&tv_rounds));
-	/* how many rounds fit in the budget is the host's business (63 once,
-	 * with CI and other builds on the 2 CPUs; 5000 when quiet) */
+	/* how many rounds fit in the budget is the host's business (63 seen
+	 * with other builds and tests on the 2 CPUs; 5000 when quiet) */
 	printf("timeout_vs_unpark: %ld rounds\n", (long)atomic_load(&tv_rounds));
 	ck_assert_int_ge(atomic_load(&tv_rounds), 1);
 	wt_shutdown();
@@ -193,8 +193,8 @@ START_TEST(timeout_vs_unpark)
 END_TEST
 
 /* An unpark that arrives during a sleep stays pending for the next park
- * (the sleep's own parks used to consume it, and the park after the
- * sleep then ran into its deadline). */
+ * (fails if the sleep's own parks consume it: the park after the sleep
+ * then runs into its deadline). */
 static _Atomic int sk_sleeping;
 
 static void *sleep_keeper(void *arg)

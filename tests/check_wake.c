@@ -426,7 +426,7 @@ END_TEST
 /* No runnable thread waits behind a busy worker while another idles
  * (the issue's two stranded cases): the waiting thread runs within 20 ms
  * (median of 3 rounds; every round well before the 300 ms computation
- * ends), where it used to wait for the end of it. */
+ * ends); without the fix it waits for the end of it. */
 
 #define COMPUTE_NS 300000000ull
 
