@@ -113,8 +113,7 @@
  *   from plain OS threads too (weft_unpark from main, the offload helpers
  *   and the fallback poller completing work, weft_shutdown), so it would
  *   need the eventfd anyway as a second path, and a kick from inside
- *   wft_uring_poll would re-enter the kicker's SQ. The MSG_RING kick stays
- *   compiled (KICK_MSG_RING = 0) so the measurement can be repeated.
+ *   wft_uring_poll would re-enter the kicker's SQ.
  *
  * Kick lifetime (I5). wft_idle_kick_force() (shutdown) may kick a worker
  * that has already left its loop and is tearing its ring down. Kickers and
@@ -189,11 +188,6 @@
 #define FLUSH_HOLD_MAX 64
 /* CQEs copied out per batch before waking their threads (stack array). */
 #define REAP_CHUNK 32
-
-/* Kick through IORING_OP_MSG_RING from the kicker's ring (when it has one)
- * instead of the eventfd. Measured and rejected, see "Kick" above; tested
- * with if () so both paths compile. */
-#define KICK_MSG_RING 0
 
 /* One slot per worker id, never freed (Kick lifetime). */
 static struct wft_uring slots[WEFT_WORKERS_MAX];
@@ -589,30 +583,12 @@ void wft_uring_wait(struct wft_worker *w, weft_time_t deadline)
 	}
 }
 
-static void kick_msg_ring(struct wft_worker *self, struct wft_uring *target)
-{
-	struct wft_uring *r = self->ring;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-
-	if (!sqe) {
-		flush(self, r);
-		sqe = io_uring_get_sqe(&r->ring);
-		if (!sqe)
-			return;
-	}
-	io_uring_prep_msg_ring(sqe, target->ring.ring_fd, 0, WFT_URING_TAG_KICK, 0);
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	io_uring_sqe_set_data64(sqe, WFT_URING_TAG_IGNORE);
-	flush(self, r);
-}
-
 /* Wake w from wft_uring_wait (see Kick). Called once per sleep by the
  * waker that moved w->sleep from SLEEPING to KICKED, and by shutdown.
  * Context: any. May park: no (one write syscall). */
 void wft_uring_kick(struct wft_worker *w)
 {
 	struct wft_uring *r = w->ring;
-	struct wft_worker *self;
 
 	if (!r)
 		return;
@@ -621,17 +597,11 @@ void wft_uring_kick(struct wft_worker *w)
 	atomic_fetch_add_explicit(&r->kickers, 1, memory_order_seq_cst);
 	/* seq_cst: the load half; pairs with the seq_cst store of closing */
 	if (!atomic_load_explicit(&r->closing, memory_order_seq_cst)) {
-		self = wft_worker_self();
-		if (KICK_MSG_RING && self && self->ring && self != w &&
-		    !atomic_load_explicit(&self->ring->closing, memory_order_relaxed)) {
-			kick_msg_ring(self, r);
-		} else {
-			uint64_t one = 1;
+		uint64_t one = 1;
 
-			/* EAGAIN only if the count is saturated: a kick is pending */
-			if (write(r->efd, &one, sizeof(one)) < 0)
-				(void)0;
-		}
+		/* EAGAIN only if the count is saturated: a kick is pending */
+		if (write(r->efd, &one, sizeof(one)) < 0)
+			(void)0;
 	}
 	/* release: our write(efd) happens before teardown's close; pairs with
 	 * the seq_cst load of kickers in teardown */
@@ -660,8 +630,8 @@ int wft_uring_describe(char *buf, size_t len)
 			off += snprintf(names + off, sizeof(names) - (size_t)off, "%s%s",
 					off ? "|" : "", flag_names[i].name);
 	if (rings) {
-		snprintf(buf, len, "io_uring on %d/%d workers (%s; kick=%s)", rings, used,
-			 off ? names : "no flags", KICK_MSG_RING ? "msg_ring" : "eventfd");
+		snprintf(buf, len, "io_uring on %d/%d workers (%s; kick=eventfd)", rings, used,
+			 off ? names : "no flags");
 	} else if ((why = atomic_load_explicit(&disabled_by, memory_order_relaxed)) != OFF_NOT) {
 		snprintf(buf, len, "offload pool (io_uring disabled: %s)",
 			 why == OFF_FEATURE ? "WEFT_FEATURES=NO_URING" : "running on Valgrind");

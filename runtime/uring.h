@@ -26,7 +26,7 @@ void wft_uring_kick(struct wft_worker *w);                     /* any */
  */
 enum {
 	WFT_URING_TAG_IGNORE = 0,   /* linked timeouts: their CQE carries nothing we need */
-	WFT_URING_TAG_KICK = 1,     /* the kick (eventfd poll or MSG_RING) */
+	WFT_URING_TAG_KICK = 1,     /* the kick (the eventfd poll) */
 	WFT_URING_TAG_MAX = 4096,
 };
 
