@@ -189,8 +189,9 @@ struct wft_worker *wft_wake_place(struct weft_thread *t, struct wft_worker *self
 		return self ? self : wft_rt.workers[0];
 	if (WFT_DRAIN_ON())
 		last = drain_redirect(last, self);
+	/* both switches off: always the last worker */
 	if (!wft_feat(WAKE_AFFINE) && !wft_feat(WAKE_WIDE))
-		return last;                                    /* the old placement */
+		return last;
 	if (last == self || wft_worker_awake(last))
 		return last;                                    /* R1 */
 	if (waker && wft_feat(WAKE_WIDE))

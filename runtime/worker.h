@@ -272,7 +272,8 @@ static inline bool wft_worker_awake(struct wft_worker *w)
 	return atomic_load_explicit(&w->sleep, memory_order_relaxed) == WFT_W_AWAKE;
 }
 /* Is w one of the draining workers? relaxed ndrain: a hint (a stale value
- * makes one placement or one steal decision the old way). Any context. */
+ * makes one placement or one steal decision with the previous count).
+ * Any context. */
 static inline bool wft_worker_draining(const struct wft_worker *w)
 {
 	return WFT_DRAIN_ON() &&
