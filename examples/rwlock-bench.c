@@ -10,8 +10,15 @@
  * (default 200 ns). The figure is lock operations per second, all tasks
  * together, over the measured interval (after a warm-up).
  *
- *   rwlock-bench [--impl=weft|pthread|both] [--tasks=16] [--read-pct=99]
+ *   rwlock-bench [--impl=LIST] [--tasks=16] [--read-pct=99]
  *                [--hold-ns=200] [--work-ns=200] [--secs=2] [--workers=2]
+ *
+ * LIST is a comma-separated list of none, weft, pthread; "both" means
+ * weft,pthread (the default) and "all" none,weft,pthread. "none" is the
+ * ceiling: the same loop, the same data accesses and spins, no lock at all,
+ * in light threads on the same workers (its reads are not checked: nothing
+ * makes them consistent). With --workers CPUs busy it is about
+ * workers / (hold + work) ops/s; no lock can beat it.
  *
  * Output: a human line per impl and the machine-readable line
  *   bench=rwlock impl=IMPL param=tasks=T,read=R,hold=H,work=W value=X unit=ops/s
@@ -34,8 +41,8 @@
 #include <weft.h>
 #include <weft/sync.h>
 
-enum { IMPL_WEFT, IMPL_PTHREAD };
-static const char *const impl_names[] = { "weft", "pthread" };
+enum { IMPL_NONE, IMPL_WEFT, IMPL_PTHREAD, NIMPL };
+static const char *const impl_names[] = { "none", "weft", "pthread" };
 
 static int opt_tasks = 16, opt_read_pct = 99, opt_workers = 2;
 static long opt_hold_ns = 200, opt_work_ns = 200;
@@ -75,7 +82,7 @@ static void *task_main(void *p)
 	uint64_t hold = (uint64_t)(opt_hold_ns * iters_per_ns + 0.5);
 	uint64_t work = (uint64_t)(opt_work_ns * iters_per_ns + 0.5);
 	uint64_t n = 0;
-	int weft = t->impl == IMPL_WEFT;
+	int weft = t->impl != IMPL_PTHREAD;
 
 	while (!atomic_load_explicit(&go, memory_order_relaxed)) {
 		if (weft)
@@ -86,6 +93,25 @@ static void *task_main(void *p)
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		bool rd = (int)(rng_next(&rng) % 100) < opt_read_pct;
 
+		if (t->impl == IMPL_NONE) {
+			/* relaxed atomics: the same loads and stores with no lock,
+			 * and no data race */
+			if (rd) {
+				for (int i = 0; i < 4; i++)
+					(void)__atomic_load_n(&data[i].v[0], __ATOMIC_RELAXED);
+			} else {
+				for (int i = 0; i < 4; i++)
+					__atomic_store_n(&data[i].v[0],
+							 __atomic_load_n(&data[i].v[0],
+									 __ATOMIC_RELAXED) + 1,
+							 __ATOMIC_RELAXED);
+			}
+			bench_spin_iters(hold);
+			bench_spin_iters(work);
+			/* relaxed: a statistic, sampled by main */
+			atomic_store_explicit(&t->ops, ++n, memory_order_relaxed);
+			continue;
+		}
 		if (rd) {
 			if (weft)
 				weft_rwlock_rdlock(&wlock);
@@ -149,14 +175,14 @@ static void run(int impl)
 	memset(data, 0, sizeof(data));
 	atomic_store(&go, 0);
 	atomic_store(&stop, 0);
-	if (impl == IMPL_WEFT)
+	if (impl != IMPL_PTHREAD)
 		bench_weft_start(opt_workers);
 	for (int i = 0; i < opt_tasks; i++) {
 		int rc;
 
 		tasks[i].idx = i;
 		tasks[i].impl = impl;
-		if (impl == IMPL_WEFT) {
+		if (impl != IMPL_PTHREAD) {
 			weft_attr_t a;
 
 			weft_attr_init(&a);
@@ -186,12 +212,12 @@ static void run(int impl)
 	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < opt_tasks; i++) {
-		if (impl == IMPL_WEFT)
+		if (impl != IMPL_PTHREAD)
 			weft_join(wt[i], NULL);
 		else
 			pthread_join(pt[i], NULL);
 	}
-	if (impl == IMPL_WEFT)
+	if (impl != IMPL_PTHREAD)
 		weft_shutdown();
 	v = (double)(s1 - s0) * 1e9 / (double)(t1 - t0);
 	printf("%-8s tasks %4d reads %3d%%  %12.0f ops/s  per-task ops min %llu max %llu\n",
@@ -208,22 +234,49 @@ static void run(int impl)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rwlock-bench [--impl=weft|pthread|both] [--tasks=N] "
+	fprintf(stderr, "usage: rwlock-bench [--impl=none,weft,pthread|both|all] [--tasks=N] "
 		"[--read-pct=P] [--hold-ns=N] [--work-ns=N] [--secs=S] [--workers=N]\n");
 	exit(2);
 }
 
+/* Parse a comma-separated impl list into want[]; returns -1 if a name is
+ * unknown or the list is empty. */
+static int parse_impls(const char *list, bool *want)
+{
+	char buf[64], *save = NULL, *tok;
+	bool any = false;
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	strcpy(buf, list);
+	memset(want, 0, NIMPL * sizeof(*want));
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int k;
+
+		if (!strcmp(tok, "both") || !strcmp(tok, "all")) {
+			want[IMPL_WEFT] = want[IMPL_PTHREAD] = true;
+			want[IMPL_NONE] |= !strcmp(tok, "all");
+			any = true;
+			continue;
+		}
+		for (k = 0; k < NIMPL && strcmp(tok, impl_names[k]); k++)
+			;
+		if (k == NIMPL)
+			return -1;
+		want[k] = any = true;
+	}
+	return any ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
-	bool want[2] = { true, true };
+	bool want[NIMPL] = { false, true, true };
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
 		if (!strncmp(a, "--impl=", 7)) {
-			want[0] = !strcmp(a + 7, "weft") || !strcmp(a + 7, "both");
-			want[1] = !strcmp(a + 7, "pthread") || !strcmp(a + 7, "both");
-			if (!want[0] && !want[1])
+			if (parse_impls(a + 7, want))
 				usage();
 		} else if (!strncmp(a, "--tasks=", 8)) {
 			opt_tasks = atoi(a + 8);
@@ -245,7 +298,7 @@ int main(int argc, char **argv)
 	    opt_work_ns < 0 || opt_secs <= 0 || opt_workers < 0)
 		usage();
 	iters_per_ns = bench_spin_calibrate();
-	for (int impl = 0; impl < 2; impl++)
+	for (int impl = 0; impl < NIMPL; impl++)
 		if (want[impl])
 			run(impl);
 	if (atomic_load(&broken)) {
