@@ -13,12 +13,16 @@
  *   rwlock-bench [--impl=LIST] [--tasks=16] [--read-pct=99]
  *                [--hold-ns=200] [--work-ns=200] [--secs=2] [--workers=2]
  *
- * LIST is a comma-separated list of none, weft, pthread; "both" means
- * weft,pthread (the default) and "all" none,weft,pthread. "none" is the
+ * LIST is a comma-separated list of none, none-os, weft, pthread; "both"
+ * means weft,pthread (the default) and "all" all four. "none" is the
  * ceiling: the same loop, the same data accesses and spins, no lock at all,
  * in light threads on the same workers (its reads are not checked: nothing
- * makes them consistent). With --workers CPUs busy it is about
- * workers / (hold + work) ops/s; no lock can beat it.
+ * makes them consistent). With --workers CPUs to itself it is about
+ * workers / (hold + work) ops/s; no lock can beat it. "none-os" is the same
+ * loop in T OS threads, the ceiling of the pthread side: on a machine
+ * shared with other processes, T OS threads get a larger share of the
+ * CPUs than --workers workers do (the kernel shares CPU time by thread),
+ * so compare each lock with its own ceiling as well as with each other.
  *
  * Output: a human line per impl and the machine-readable line
  *   bench=rwlock impl=IMPL param=tasks=T,read=R,hold=H,work=W value=X unit=ops/s
@@ -41,8 +45,14 @@
 #include <weft.h>
 #include <weft/sync.h>
 
-enum { IMPL_NONE, IMPL_WEFT, IMPL_PTHREAD, NIMPL };
-static const char *const impl_names[] = { "none", "weft", "pthread" };
+enum { IMPL_NONE, IMPL_NONE_OS, IMPL_WEFT, IMPL_PTHREAD, NIMPL };
+static const char *const impl_names[] = { "none", "none-os", "weft", "pthread" };
+
+/* Runs in OS threads (else light threads on --workers workers). */
+static bool impl_os(int impl)
+{
+	return impl == IMPL_NONE_OS || impl == IMPL_PTHREAD;
+}
 
 static int opt_tasks = 16, opt_read_pct = 99, opt_workers = 2;
 static long opt_hold_ns = 200, opt_work_ns = 200;
@@ -82,7 +92,7 @@ static void *task_main(void *p)
 	uint64_t hold = (uint64_t)(opt_hold_ns * iters_per_ns + 0.5);
 	uint64_t work = (uint64_t)(opt_work_ns * iters_per_ns + 0.5);
 	uint64_t n = 0;
-	int weft = t->impl != IMPL_PTHREAD;
+	int weft = !impl_os(t->impl);
 
 	while (!atomic_load_explicit(&go, memory_order_relaxed)) {
 		if (weft)
@@ -93,7 +103,7 @@ static void *task_main(void *p)
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		bool rd = (int)(rng_next(&rng) % 100) < opt_read_pct;
 
-		if (t->impl == IMPL_NONE) {
+		if (t->impl == IMPL_NONE || t->impl == IMPL_NONE_OS) {
 			/* relaxed atomics: the same loads and stores with no lock,
 			 * and no data race */
 			if (rd) {
@@ -175,14 +185,14 @@ static void run(int impl)
 	memset(data, 0, sizeof(data));
 	atomic_store(&go, 0);
 	atomic_store(&stop, 0);
-	if (impl != IMPL_PTHREAD)
+	if (!impl_os(impl))
 		bench_weft_start(opt_workers);
 	for (int i = 0; i < opt_tasks; i++) {
 		int rc;
 
 		tasks[i].idx = i;
 		tasks[i].impl = impl;
-		if (impl != IMPL_PTHREAD) {
+		if (!impl_os(impl)) {
 			weft_attr_t a;
 
 			weft_attr_init(&a);
@@ -212,12 +222,12 @@ static void run(int impl)
 	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < opt_tasks; i++) {
-		if (impl != IMPL_PTHREAD)
+		if (!impl_os(impl))
 			weft_join(wt[i], NULL);
 		else
 			pthread_join(pt[i], NULL);
 	}
-	if (impl != IMPL_PTHREAD)
+	if (!impl_os(impl))
 		weft_shutdown();
 	v = (double)(s1 - s0) * 1e9 / (double)(t1 - t0);
 	printf("%-8s tasks %4d reads %3d%%  %12.0f ops/s  per-task ops min %llu max %llu\n",
@@ -234,7 +244,7 @@ static void run(int impl)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rwlock-bench [--impl=none,weft,pthread|both|all] [--tasks=N] "
+	fprintf(stderr, "usage: rwlock-bench [--impl=none,none-os,weft,pthread|both|all] [--tasks=N] "
 		"[--read-pct=P] [--hold-ns=N] [--work-ns=N] [--secs=S] [--workers=N]\n");
 	exit(2);
 }
@@ -256,6 +266,7 @@ static int parse_impls(const char *list, bool *want)
 		if (!strcmp(tok, "both") || !strcmp(tok, "all")) {
 			want[IMPL_WEFT] = want[IMPL_PTHREAD] = true;
 			want[IMPL_NONE] |= !strcmp(tok, "all");
+			want[IMPL_NONE_OS] |= !strcmp(tok, "all");
 			any = true;
 			continue;
 		}
