@@ -99,14 +99,170 @@ enum { KIND_READ = 1, KIND_WRITE = 2 };
 struct wft_rwlock {
 	_Atomic uint64_t state;
 	struct wft_slock qlock;
-	uint32_t pad;
+	_Atomic uint32_t bias;        /* 1: readers may use the slot table
+	                               * ("Read bias"); stored 1 only under a
+	                               * read hold, 0 by a writer or destroy */
 	_Atomic uintptr_t wowner;     /* owner id of the writer, 0 if none */
 	struct wft_waitq rq;          /* queued readers, FIFO; qlock */
 	struct wft_waitq wq;          /* queued writers, FIFO; qlock */
+	_Atomic uint64_t rebias_at;   /* wft_now() before which bias stays off
+	                               * (written by writers; a hint) */
 };
 _Static_assert(sizeof(struct wft_rwlock) <= sizeof(weft_rwlock_t), "rwlock fits its public type");
 
+/* ---------------------------------------------------------------------- */
+/* Read bias: the reader slot table (see "Read bias" above) */
+
+/* Thread classes: rows of the table, so the slots a writer scans. 32 keeps
+ * the scan at 32 loads (32 lines, independent, so they overlap: about as
+ * long as one or two remote misses), while two threads that hold read
+ * locks at the same moment share a row with probability 1/32; a collision
+ * costs only a fall back to the state word. */
+#define WFT_RW_ROWS 32
+/* Lock classes: columns. 128 x 32 slots of 16 bytes is 64 KiB in all,
+ * whatever the number of locks; locks of one column share slots by
+ * tagging them with their address, so a collision again only means a
+ * fall back. */
+#define WFT_RW_COLS 128
+/* A writer that revoked the bias keeps it off for this many times the
+ * revocation took (BRAVO's inhibition rule, Dice and Kogan 2019: the scans
+ * cost at most 1/(N+1) of the time however often writers come). */
+#define WFT_RW_INHIBIT_MULT 9
+/* Spin on a draining slot this long before yielding or sleeping: about a
+ * read section of the benchmarks (200 ns) plus a cache miss. */
+#define WFT_RW_DRAIN_SPIN_NS 2000
+/* Sleep backoff of a writer waiting for a reader that does not run (a
+ * parked weft thread or a preempted OS thread holding a read lock):
+ * doubles from MIN to MAX, like the mutex's store-mode poller. A reader
+ * that holds for milliseconds costs the writer at most MAX extra. */
+#define WFT_RW_DRAIN_SLEEP_MIN_NS 2000
+#define WFT_RW_DRAIN_SLEEP_MAX_NS 128000
+
+/* One slot: a reader's fast read hold on lock `rw`, taken by the thread
+ * `id`. Claimed by a CAS of rw from 0 (seq_cst, "Read bias"), then id is
+ * stored; released by storing id 0, then rw 0. Only the holder writes a
+ * claimed slot. */
+struct rw_slot {
+	_Atomic uintptr_t rw;         /* the lock, 0 if free */
+	_Atomic uintptr_t id;         /* the holder's owner id; read only by
+	                               * threads of the same row (unlock) */
+};
+
+struct rw_row {
+	_Alignas(64) struct rw_slot slot[WFT_RW_COLS];
+};
+
+static struct rw_row rw_table[WFT_RW_ROWS];
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static inline unsigned rw_col(const struct wft_rwlock *rw)
+{
+	return (unsigned)(mix64((uintptr_t)rw) % WFT_RW_COLS);
+}
+
+/* The slot of thread id for lock rw: fixed for the thread's life, so an
+ * unlock finds it on whatever worker the thread runs now (I5). */
+static inline struct rw_slot *rw_slot_of(const struct wft_rwlock *rw, uintptr_t id)
+{
+	return &rw_table[mix64(id) % WFT_RW_ROWS].slot[rw_col(rw)];
+}
+
 #define rw_of(p) ((struct wft_rwlock *)(void *)(p))
+
+/* rw->bias values; see "Read bias". */
+#define WFT_RW_BIAS_OFF      0u   /* slots hold no rw (I5) */
+#define WFT_RW_BIAS_ON       1u   /* readers may hold through slots */
+#define WFT_RW_BIAS_REVOKING 2u   /* off; slots may still hold rw */
+
+/*
+ * Fast read hold through the slot table (see "Read bias"). Returns true if
+ * we hold the lock for reading now.
+ * Context: any. May park: no.
+ */
+static inline bool rd_fast(struct wft_rwlock *rw, uintptr_t id)
+{
+	struct rw_slot *s;
+	uintptr_t z = 0;
+
+	/* relaxed: a hint; the seq_cst load after the claim decides */
+	if (wft_load(&rw->bias, relaxed) != WFT_RW_BIAS_ON)
+		return false;
+	s = rw_slot_of(rw, id);
+	/* relaxed: a hint that spares the CAS on a taken slot */
+	if (wft_load(&s->rw, relaxed) != 0)
+		return false;
+	/* seq_cst: the StoreLoad of "Read bias": the claim must be ordered
+	 * before our load of bias below, against the writer's seq_cst store
+	 * of bias 0 and its seq_cst loads of the slots */
+	if (!wft_cas(&s->rw, &z, (uintptr_t)rw, seq_cst))
+		return false;
+	/* relaxed: read back only by ourselves and by threads of this row
+	 * after they saw s->rw == rw (unlock); see "Read bias" */
+	wft_store(&s->id, id, relaxed);
+	/* seq_cst: pairs with the writer's seq_cst store of 0 (StoreLoad);
+	 * reading 1 also acquires the read-holder's release that stored it,
+	 * so our section follows the last writer's */
+	if (wft_likely(wft_load(&rw->bias, seq_cst) == WFT_RW_BIAS_ON))
+		return true;
+	/* A writer revoked the bias meanwhile: give the slot back and take
+	 * the slow path (it waits for the slot to be free again). */
+	/* relaxed: only we read it back */
+	wft_store(&s->id, 0, relaxed);
+	/* release: nothing read under it, but keeps the undo after the id
+	 * store for a row-mate's unlock; pairs with the writer's scan */
+	wft_store(&s->rw, 0, release);
+	return false;
+}
+
+/* Release our fast read hold if we have one. Returns true if we did.
+ * Context: any. May park: no. */
+static inline bool rd_fast_unlock(struct wft_rwlock *rw, uintptr_t id)
+{
+	struct rw_slot *s = rw_slot_of(rw, id);
+
+	/* relaxed: if s->rw is rw and s->id is ours, we stored both and no
+	 * one else writes the slot while it is claimed (only its holder) */
+	if (wft_load(&s->rw, relaxed) != (uintptr_t)rw || wft_load(&s->id, relaxed) != id)
+		return false;
+	/* relaxed: cleared before the release below frees the slot, so a
+	 * row-mate that claims it next cannot be taken for us */
+	wft_store(&s->id, 0, relaxed);
+	/* release: publishes our read section to the writer whose seq_cst
+	 * scan reads this 0 (seq_cst loads acquire) */
+	wft_store(&s->rw, 0, release);
+	return true;
+}
+
+/* Turn the bias back on once the inhibition is over. The caller holds a
+ * read hold in the state word (so no writer holds, and its release orders
+ * this store before the next writer's acquire: "Read bias", I6) and saw
+ * neither WRITER nor WWAIT. Context: any. May park: no. */
+static void rebias(struct wft_rwlock *rw)
+{
+	/* relaxed: a hint (a stale value turns the bias on a little early or
+	 * late) */
+	if (wft_now() < wft_load(&rw->rebias_at, relaxed))
+		return;
+	/* relaxed: acted on through the CAS */
+	uint32_t b = wft_load(&rw->bias, relaxed);
+
+	/* release: with the caller's release of its read hold, orders this
+	 * store before the next writer's acquire (I6). From REVOKING too: a
+	 * writer that timed out left it (readers still in slots hold under
+	 * ON as well, and the next writer scans either way). A CAS, so that
+	 * a value stored meanwhile stays. */
+	if (b != WFT_RW_BIAS_ON)
+		wft_cas(&rw->bias, &b, WFT_RW_BIAS_ON, release);
+}
 
 static inline uint64_t readers(uint64_t v)
 {
@@ -125,6 +281,9 @@ int weft_rwlock_init(weft_rwlock_t *rw)
 	return 0;
 }
 
+static int revoke(struct wft_rwlock *rw, struct weft_thread *self, weft_time_t deadline, bool try);
+static void wr_release(struct wft_rwlock *rw);
+
 /*
  * Context: any. May park: no.
  * Returns: 0, EINVAL (rw NULL or already destroyed), EBUSY (held or waited
@@ -133,17 +292,40 @@ int weft_rwlock_init(weft_rwlock_t *rw)
 int weft_rwlock_destroy(weft_rwlock_t *prw)
 {
 	struct wft_rwlock *rw = rw_of(prw);
+	struct weft_thread *self;
 	uint64_t v = 0;
+	uintptr_t id;
 	int r = 0;
 
 	if (!prw)
 		return EINVAL;
+	id = wft_lock_self_id(&self);
+	/* acquire: as trywrlock; the write hold keeps new slow readers and
+	 * writers out while we look at the slots */
+	if (!wft_cas(&rw->state, &v, WFT_RW_WRITER, acquire))
+		return v == WFT_RW_DESTROYED ? EINVAL : EBUSY;
+	/* relaxed: our own hold, as in wrlock */
+	wft_store(&rw->wowner, id, relaxed);
+	if (revoke(rw, self, 0, true)) {
+		wr_release(rw);
+		return EBUSY;
+	}
 	wft_slock_lock(&rw->qlock);
-	/* relaxed: destroying a lock in use is the caller's race; the CAS only
-	 * keeps a racing lockless lock from being overwritten */
+	v = WFT_RW_WRITER;
+	/* relaxed: ours; cleared first so that no call takes the dead lock
+	 * for our write hold */
+	wft_store(&rw->wowner, 0, relaxed);
+	/* relaxed: nobody is queued (we got the write hold from a free word,
+	 * I3, and queued waiters set a flag, which the CAS would see); the
+	 * CAS only keeps a racing waiter's flag from being overwritten */
 	if (!wft_waitq_empty(&rw->rq) || !wft_waitq_empty(&rw->wq) ||
-	    !wft_cas(&rw->state, &v, WFT_RW_DESTROYED, relaxed))
-		r = v == WFT_RW_DESTROYED ? EINVAL : EBUSY;
+	    !wft_cas(&rw->state, &v, WFT_RW_DESTROYED, relaxed)) {
+		wft_slock_unlock(&rw->qlock);
+		/* relaxed: back to ours for wr_release */
+		wft_store(&rw->wowner, id, relaxed);
+		wr_release(rw);
+		return EBUSY;
+	}
 	wft_slock_unlock(&rw->qlock);
 	return r;
 }
@@ -260,6 +442,12 @@ static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t 
 		if (wft_cas(&rw->state, &v, v | flag, relaxed))
 			break;
 	}
+	/* A queued writer turns the bias off, so that new readers queue
+	 * behind it (writer preference) instead of entering through their
+	 * slots; it drains the slots once it holds ("Revocation"). */
+	/* relaxed test; seq_cst store: the StoreLoad of "Read bias" */
+	if (kind == KIND_WRITE && wft_load(&rw->bias, relaxed) == WFT_RW_BIAS_ON)
+		wft_store(&rw->bias, WFT_RW_BIAS_REVOKING, seq_cst);
 	wft_waitq_push_back(kind == KIND_READ ? &rw->rq : &rw->wq, &sw);
 	wft_slock_unlock(&rw->qlock);
 
@@ -282,6 +470,97 @@ static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t 
 	return 0;
 }
 
+static void wrunlock_slow(struct wft_rwlock *rw);
+
+/* Release the write hold, which the caller holds (wowner is its id).
+ * Context: any. May park: no. */
+static void wr_release(struct wft_rwlock *rw)
+{
+	uint64_t v = WFT_RW_WRITER;
+
+	/* relaxed: cleared before the release below publishes it */
+	wft_store(&rw->wowner, 0, relaxed);
+	/* release: publishes the write section; pairs with the acquire
+	 * CASes of the next holders */
+	if (wft_likely(wft_cas(&rw->state, &v, 0, release)))
+		return;
+	wrunlock_slow(rw);
+}
+
+/* Wait a little for a slot held by a reader: spin briefly, then let the
+ * reader run (yield, when our worker has other threads: it may be there)
+ * or sleep, doubling *backoff_ns. Returns 0 or ETIMEDOUT (deadline passed;
+ * try: at once). Context: any. May park: yes (not with try). */
+static int drain_wait(struct weft_thread *self, weft_time_t start, weft_time_t deadline,
+		      uint64_t *backoff_ns, bool try)
+{
+	weft_time_t now = wft_now();
+	uint64_t ns = *backoff_ns;
+
+	if (try || (deadline != WEFT_TIME_INFINITE && now >= deadline))
+		return ETIMEDOUT;
+	if (self && wft_worker_has_work(wft_worker_self())) {
+		weft_yield();
+		return 0;
+	}
+	if (now - start < WFT_RW_DRAIN_SPIN_NS) {
+		for (int i = 0; i < 8; i++)
+			wft_cpu_relax();
+		return 0;
+	}
+	if (deadline != WEFT_TIME_INFINITE && deadline - now < ns)
+		ns = deadline - now;
+	weft_sleep_ns(ns);
+	if (*backoff_ns < WFT_RW_DRAIN_SLEEP_MAX_NS)
+		*backoff_ns *= 2;
+	return 0;
+}
+
+/*
+ * Revoke the read bias: we hold the write hold in the state word; turn the
+ * bias off and wait until no slot holds rw ("Read bias", "Revocation").
+ * Returns 0, or ETIMEDOUT/EBUSY (deadline passed, or try and a reader is
+ * in): then the caller must release its write hold.
+ * Context: any; the caller holds rw for writing. May park: yes (not with try).
+ */
+static int revoke(struct wft_rwlock *rw, struct weft_thread *self, weft_time_t deadline, bool try)
+{
+	unsigned col = rw_col(rw);
+	uint64_t backoff = WFT_RW_DRAIN_SLEEP_MIN_NS;
+	weft_time_t start, end;
+
+	/* relaxed: every store of ON was made under a read hold released
+	 * before our acquire of the write hold (I6), so we see the last one
+	 * or a later value; OFF is stored only after a complete drain (I5) */
+	if (wft_likely(wft_load(&rw->bias, relaxed) == WFT_RW_BIAS_OFF))
+		return 0;
+	start = wft_now();
+	/* seq_cst: the StoreLoad of "Read bias": ordered before our loads of
+	 * the slots below, against the readers' seq_cst claim then load
+	 * (stored even if a queued writer stored it already: its store is
+	 * not ordered before our scan) */
+	wft_store(&rw->bias, WFT_RW_BIAS_REVOKING, seq_cst);
+	for (unsigned r = 0; r < WFT_RW_ROWS; r++) {
+		/* seq_cst: the other half of the StoreLoad; also acquires the
+		 * release that freed the slot (the reader's section) */
+		while (wft_load(&rw_table[r].slot[col].rw, seq_cst) == (uintptr_t)rw) {
+			if (drain_wait(self, start, deadline, &backoff, try)) {
+				/* Readers are still in their slots: the bias
+				 * stays REVOKING (I5) and the next writer scans
+				 * again; readers take the slow path meanwhile. */
+				return try ? EBUSY : ETIMEDOUT;
+			}
+		}
+	}
+	end = wft_now();
+	/* relaxed: no slot holds rw and we hold the write hold (I5); a
+	 * reader that reads OFF takes the slow path, no ordering needed */
+	wft_store(&rw->bias, WFT_RW_BIAS_OFF, relaxed);
+	/* relaxed: a hint for rebias() */
+	wft_store(&rw->rebias_at, end + WFT_RW_INHIBIT_MULT * (end - start), relaxed);
+	return 0;
+}
+
 static int rdlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 {
 	struct wft_rwlock *rw = rw_of(prw);
@@ -291,6 +570,9 @@ static int rdlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 
 	if (!prw)
 		return EINVAL;
+	id = wft_lock_self_id(&self);
+	if (wft_likely(rd_fast(rw, id)))
+		return 0;
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
 	while (!(v & (WFT_RW_WRITER | WFT_RW_WWAIT))) {
@@ -298,14 +580,18 @@ static int rdlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 			return EAGAIN;
 		/* acquire: the read section must see the last writer's
 		 * section; pairs with the release in the writer's unlock */
-		if (wft_cas_weak(&rw->state, &v, v + WFT_RW_READER, acquire))
+		if (wft_cas_weak(&rw->state, &v, v + WFT_RW_READER, acquire)) {
+			/* relaxed: a hint; see rebias() */
+			if (wft_feat(RW_BIAS) &&
+			    wft_load(&rw->bias, relaxed) != WFT_RW_BIAS_ON)
+				rebias(rw);
 			return 0;
+		}
 	}
 	if (wft_unlikely(v == WFT_RW_DESTROYED))
 		return EINVAL;
 	if (try)
 		return EBUSY;
-	id = wft_lock_self_id(&self);
 	/* relaxed: only we can have stored our own id */
 	if ((v & WFT_RW_WRITER) && wft_load(&rw->wowner, relaxed) == id)
 		return EDEADLK;
@@ -318,6 +604,7 @@ static int wrlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 	struct weft_thread *self;
 	uintptr_t id;
 	uint64_t v = 0;
+	int r;
 
 	if (!prw)
 		return EINVAL;
@@ -326,7 +613,7 @@ static int wrlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 	if (wft_likely(wft_cas(&rw->state, &v, WFT_RW_WRITER, acquire))) {
 		/* relaxed: see grant_writer_locked */
 		wft_store(&rw->wowner, id, relaxed);
-		return 0;
+		goto revoke;
 	}
 	if (wft_unlikely(v == WFT_RW_DESTROYED))
 		return EINVAL;
@@ -335,7 +622,14 @@ static int wrlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 		return try ? EBUSY : EDEADLK;
 	if (try)
 		return EBUSY;
-	return lock_slow(rw, KIND_WRITE, id, deadline);
+	r = lock_slow(rw, KIND_WRITE, id, deadline);
+	if (r)
+		return r;
+revoke:
+	r = revoke(rw, self, deadline, try);
+	if (wft_unlikely(r))
+		wr_release(rw);
+	return r;
 }
 
 /*
@@ -480,23 +774,18 @@ int weft_rwlock_unlock(weft_rwlock_t *prw)
 
 	if (!prw)
 		return EINVAL;
+	id = wft_lock_self_id(&self);
+	if (wft_likely(rd_fast_unlock(rw, id)))
+		return 0;
 	/* relaxed: acted on through the CASes */
 	v = wft_load(&rw->state, relaxed);
 	if (v & WFT_RW_WRITER) {
 		if (wft_unlikely(v == WFT_RW_DESTROYED))
 			return EINVAL;
-		id = wft_lock_self_id(&self);
 		/* relaxed: only we can have stored our own id */
 		if (wft_load(&rw->wowner, relaxed) != id)
 			return EPERM;
-		/* relaxed: cleared before the release below publishes it */
-		wft_store(&rw->wowner, 0, relaxed);
-		v = WFT_RW_WRITER;
-		/* release: publishes the write section; pairs with the acquire
-		 * CASes of the next holders */
-		if (wft_likely(wft_cas(&rw->state, &v, 0, release)))
-			return 0;
-		wrunlock_slow(rw);
+		wr_release(rw);
 		return 0;
 	}
 	for (;;) {
