@@ -1,9 +1,12 @@
 /*
- * sync/rwlock.c - weft_rwlock_t: phase-fair reader-writer lock.
+ * sync/rwlock.c - weft_rwlock_t: phase-fair reader-writer lock with a read
+ * bias (readers of a lock no writer used lately touch no shared line).
  *
  * What it owns
- *   The rwlock word, two FIFO queues (readers, writers) and the hand-off
- *   rules between read phases and write phases.
+ *   The rwlock word, two FIFO queues (readers, writers), the hand-off
+ *   rules between read phases and write phases, and the reader slot table
+ *   shared by every rwlock ("Read bias"). docs/design.md "Reader-writer
+ *   lock" has the measurements and the ceiling of the benchmark.
  *
  * State word (rw->state, 64 bits)
  *
@@ -27,6 +30,95 @@
  *       while the lock is held. So a free lock has empty queues.
  *   I4. While WRITER is set only the owning writer (its unlock) and qlock
  *       holders write the word: lockless CASes expect no WRITER.
+ *
+ *   The state word counts only the read holds taken through it (the slow
+ *   path); read holds taken through slots ("Read bias") are in the table.
+ *   A writer holds the lock once it has WRITER in the word AND has drained
+ *   the slots ("Revocation"); until then it holds WRITER and waits.
+ *
+ * Read bias (the reader slot table)
+ *   rw->bias is OFF, ON or REVOKING. While it is ON, a read lock claims a
+ *   slot of a global table instead of adding to the state word: the table
+ *   has WFT_RW_ROWS rows (thread classes: mix64(owner id)) by WFT_RW_COLS
+ *   columns (lock classes: mix64(rw)); a slot is 16 bytes {rw, id}. The
+ *   reader CASes slot.rw from 0 to rw, stores its id, and re-reads bias.
+ *   Its unlock finds the same slot from (rw, its id), sees {rw, its id}
+ *   and frees it with two stores. A row is written only by the threads of
+ *   its class, so in the common case a read lock and unlock touch one line
+ *   that no other worker touches; the lock object itself is only read
+ *   (bias), and it stays in every reader's cache until a writer comes.
+ *   A taken slot (another lock of the same column, or a row-mate holding
+ *   this lock) sends the reader to the slow path: nothing else happens.
+ *
+ *   I5. bias OFF => no slot holds rw, except a reader's claim that it will
+ *       undo (it re-reads bias, sees OFF, frees the slot, takes the slow
+ *       path). ON and REVOKING => a writer must scan before it holds.
+ *       OFF is stored only by a writer that holds WRITER and drained the
+ *       slots; REVOKING by a writer that holds WRITER or is queued.
+ *   I6. ON is stored only by a thread holding a read hold in the state
+ *       word (rebias(), after the CAS that took it, with no writer
+ *       holding or queued), before that hold's release. So the next
+ *       writer's acquire of WRITER follows that store and its relaxed
+ *       load of bias sees ON or a later value: it cannot miss the bias.
+ *   I7. A slot is written only by the thread holding it (claim, id, free),
+ *       and it is freed id first: a row-mate that sees slot.rw == rw reads
+ *       an id that is not its own, so an unlock never frees another
+ *       thread's hold. (A thread that holds rw twice holds one slot and
+ *       one count in the word; its first unlock frees the slot.)
+ *
+ *   The race: a reader claims its slot while a writer turns bias off and
+ *   scans. It is the store-buffering (Dekker) pattern, and every access in
+ *   it is seq_cst (on x86-64 the claim is a LOCK CMPXCHG and the writer's
+ *   store an XCHG; on aarch64 CASAL/STLR against LDAR):
+ *
+ *     reader                              writer (holds WRITER)
+ *     ------                              ------
+ *     CAS slot.rw 0 -> rw   (seq_cst)     store bias REVOKING (seq_cst)
+ *     load bias             (seq_cst)     load slot.rw, each row (seq_cst)
+ *     ON: hold; else free slot, slow      == rw: wait until it is freed
+ *
+ *   Either the reader sees REVOKING/OFF (it backs out and queues behind
+ *   WRITER) or the writer sees the claim (it waits for the free), because
+ *   the four accesses are in one total order in which the reader's CAS
+ *   precedes its load and the writer's store precedes its loads: the
+ *   later of the two loads sees the other side's store. So a reader and a
+ *   writer are never both in. Nothing is lost in the other direction
+ *   either: the writer polls the slot (no wakeup to lose), and a reader
+ *   that backs out takes the ordinary slow path, which queues by the
+ *   "Protocol" argument below. Memory: a reader that reads ON
+ *   synchronises with the release store of ON (I6), which follows the
+ *   last writer's release of the word; a writer's seq_cst load of a freed
+ *   slot acquires the reader's release store that freed it.
+ *
+ *   Concurrency: claims and frees of different slots run in parallel with
+ *   everything; a claim runs against a scan (above); a free against a
+ *   scan (the scan waits for it); rebias() against a queued writer's
+ *   REVOKING (a CAS: one wins; if ON wins the writer drains the slots
+ *   once it holds WRITER); two writers never scan at once (one holds
+ *   WRITER; a queued writer only stores REVOKING). Linearisation point of
+ *   a fast read lock: its seq_cst load of bias reading ON; of a fast
+ *   unlock: the release store of slot.rw.
+ *
+ * Revocation
+ *   A writer that holds WRITER reads bias (relaxed, I6); OFF: done. Else
+ *   it stores REVOKING, scans its column's WFT_RW_ROWS slots and waits on
+ *   each that holds rw (spin ~2 us, then yield if its worker has other
+ *   threads, since the reader may be one of them, else sleep 2-128 us),
+ *   then stores OFF and sets rebias_at = now + 9 x (time the revocation
+ *   took), before which rebias() leaves the bias off (BRAVO's inhibition:
+ *   revocations cost at most a tenth of the time). A writer that has to
+ *   queue stores REVOKING at once, so readers that come later queue
+ *   behind it instead of entering through slots (writer preference, as
+ *   for the word). A timed or try writer that gives up while readers are
+ *   in slots returns with bias REVOKING (I5) and releases WRITER.
+ *   Writers cannot starve: once a writer holds WRITER or is queued, new
+ *   readers queue in the word; the readers in slots leave after their own
+ *   section. Readers cannot starve: unchanged phase-fair grants.
+ *   Cost per write with the bias on: one seq_cst store and 32 loads of
+ *   lines in other caches (they overlap: about two cache misses), plus the
+ *   wait for the readers inside, which any rwlock pays.
+ *   Memory: 64 KiB for the table, whatever the number of locks; no
+ *   per-lock allocation, so WEFT_RWLOCK_INITIALIZER still works.
  *
  * Protocol (phase-fair)
  *   "Read lock": CAS readers + 1 (acquire) while neither WRITER nor WWAIT.
@@ -78,6 +170,27 @@
  *     read lock would bounce the mutex; here a read lock is one CAS.
  *   - Writer preference only: readers starve under a stream of writers.
  *   - Reader preference (glibc default): writers starve.
+ *   - Per-worker reader counts inside the object: the public type is 64
+ *     bytes (one line), so counts in it share a line; growing it by a line
+ *     per worker would make the ABI depend on the worker count.
+ *   - Per-lock arrays of per-worker counts, allocated on first use:
+ *     allocation on the lock path, and static locks are never destroyed,
+ *     so the arrays would leak.
+ *   - Slots indexed by worker: a light thread that migrates while holding
+ *     would unlock on another worker's slot; it would have to carry the
+ *     index in its TCB (not this file's) or use in/out counter pairs whose
+ *     sum only a writer reads, which cost two lines per worker per lock
+ *     class and make EPERM undecidable. Indexing by thread id needs
+ *     neither: the slot is the same on every worker.
+ *   - One table hashed by (lock, thread) over all of it (BRAVO as
+ *     published): a writer must scan the whole table (thousands of slots)
+ *     on every revocation; rows by thread and columns by lock bound the
+ *     scan to WFT_RW_ROWS slots.
+ *   - Spinning before queueing while a writer runs (as the mutex's owner
+ *     spin): measured on the benchmark at 90% reads, 16 tasks, alternating
+ *     with it off, spinning lost (0.74/0.95, 0.54/0.86, 0.95/1.00 M ops/s)
+ *     on this shared 2-CPU machine: the spinner holds a CPU the writer and
+ *     other processes want.
  */
 #include "sync/mutex.h"
 
