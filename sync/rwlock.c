@@ -90,6 +90,11 @@
  *   last writer's release of the word; a writer's seq_cst load of a freed
  *   slot acquires the reader's release store that freed it.
  *
+ *   tests/models/rwlock_bias.pml checks this with spin (exclusion, two
+ *   readers, a timed writer that may give up and a second writer), with
+ *   mutants for a buffered REVOKING store, a reader that does not re-load
+ *   bias, and a writer that gives up storing OFF.
+ *
  *   Concurrency: claims and frees of different slots run in parallel with
  *   everything; a claim runs against a scan (above); a free against a
  *   scan (the scan waits for it); rebias() against a queued writer's
