@@ -24,8 +24,14 @@
  * CPUs than --workers workers do (the kernel shares CPU time by thread),
  * so compare each lock with its own ceiling as well as with each other.
  *
- * Output: a human line per impl and the machine-readable line
+ * Output: a human line per impl and the machine-readable lines
  *   bench=rwlock impl=IMPL param=tasks=T,read=R,hold=H,work=W value=X unit=ops/s
+ *   bench=rwlock-cpu impl=IMPL param=... value=Y unit=ops/cpu-s
+ * The second divides by the CPU time the process used over the interval
+ * (getrusage), not by wall time: on a machine shared with other work it
+ * does not depend on how much CPU the others left us, and it charges
+ * spinning and scheduling overhead. It does not charge idle time (a worker
+ * asleep while work waits), which the first figure does; quote both.
  * plus the spread of per-task operation counts (min/max), because the
  * weft tasks are scheduled cooperatively: a reader that never blocks keeps
  * its worker until it does, so the spread shows how evenly tasks ran.
@@ -41,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <weft.h>
 #include <weft/sync.h>
@@ -151,6 +158,16 @@ static void *task_main(void *p)
 	return NULL;
 }
 
+/* CPU time used by the whole process so far (user + system), ns. */
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
 static uint64_t sum_ops(struct task *t, int n)
 {
 	uint64_t s = 0;
@@ -174,7 +191,7 @@ static void run(int impl)
 	struct task *tasks = calloc((size_t)opt_tasks, sizeof(*tasks));
 	weft_thread_t *wt = calloc((size_t)opt_tasks, sizeof(*wt));
 	pthread_t *pt = calloc((size_t)opt_tasks, sizeof(*pt));
-	uint64_t s0, s1, t0, t1, mn = UINT64_MAX, mx = 0;
+	uint64_t s0, s1, t0, t1, c0, c1, mn = UINT64_MAX, mx = 0;
 	char param[128];
 	double v;
 
@@ -210,9 +227,11 @@ static void run(int impl)
 	sleep_s(0.3);                    /* warm-up */
 	s0 = sum_ops(tasks, opt_tasks);
 	t0 = bench_now_ns();
+	c0 = cpu_ns();
 	sleep_s(opt_secs);
 	s1 = sum_ops(tasks, opt_tasks);
 	t1 = bench_now_ns();
+	c1 = cpu_ns();
 	for (int i = 0; i < opt_tasks; i++) {
 		/* relaxed: a sample */
 		uint64_t o = atomic_load_explicit(&tasks[i].ops, memory_order_relaxed);
@@ -230,12 +249,16 @@ static void run(int impl)
 	if (!impl_os(impl))
 		weft_shutdown();
 	v = (double)(s1 - s0) * 1e9 / (double)(t1 - t0);
-	printf("%-8s tasks %4d reads %3d%%  %12.0f ops/s  per-task ops min %llu max %llu\n",
-	       impl_names[impl], opt_tasks, opt_read_pct, v, (unsigned long long)mn,
+	printf("%-8s tasks %4d reads %3d%%  %12.0f ops/s  cpus %.2f  %10.0f ops/cpu-s  "
+	       "per-task ops min %llu max %llu\n",
+	       impl_names[impl], opt_tasks, opt_read_pct, v, (double)(c1 - c0) / (double)(t1 - t0),
+	       (double)(s1 - s0) * 1e9 / (double)(c1 - c0 ? c1 - c0 : 1), (unsigned long long)mn,
 	       (unsigned long long)mx);
 	snprintf(param, sizeof(param), "tasks=%d,read=%d,hold=%ld,work=%ld", opt_tasks,
 		 opt_read_pct, opt_hold_ns, opt_work_ns);
 	bench_result(NULL, "rwlock", impl_names[impl], param, v, "ops/s");
+	bench_result(NULL, "rwlock-cpu", impl_names[impl], param,
+		     (double)(s1 - s0) * 1e9 / (double)(c1 - c0 ? c1 - c0 : 1), "ops/cpu-s");
 	fflush(stdout);
 	free(tasks);
 	free(wt);
