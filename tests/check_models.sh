@@ -17,8 +17,9 @@
 # with a hash of the models, this script and the spin version; a rerun
 # with the same inputs (CI runs `make check` several times) says so and
 # exits 0 without searching again.
-# Run time: about 30 s of CPU (33 verifier builds at -O0, which compile
-# 4x faster than -O2 and search only ~20% slower; mutex.pml is 2.4 M states).
+# Run time: about 40 s of CPU (40 verifier builds at -O0, which compile
+# 4x faster than -O2 and search only ~20% slower; preload_mutex.pml -DMIXED
+# is 3.2 M states, mutex_store.pml 3.2 M, mutex.pml 2.4 M).
 set -u
 
 srcdir=${srcdir:-$(dirname "$0")/..}
@@ -77,6 +78,13 @@ mutex_store.pml|assertion violated  !(iswoken)|-DCOND -DMUTANT_REQUEUE_NONOWNER
 gang_hold.pml|ok|
 gang_hold.pml|invalid end state|-DMUTANT_NO_RECHECK
 gang_hold.pml|invalid end state|-DMUTANT_HELD_STORE
+preload_mutex.pml|ok|
+preload_mutex.pml|ok|-DMIXED -DNSPUR=0
+preload_mutex.pml|invalid end state|-DMUTANT_NO_RECHECK
+preload_mutex.pml|invalid end state|-DMUTANT_NO_GIVEUP_CHECK
+preload_mutex.pml|invalid end state|-DMUTANT_RELOCK_NO_HANDED
+preload_mutex.pml|invalid end state|-DMUTANT_UNDO_NO_WAKE
+preload_mutex.pml|invalid end state|-DMIXED -DNSPUR=0 -DMUTANT_NO_MIXED_WAKE
 LIST
 }
 
