@@ -650,7 +650,7 @@ START_TEST(test_mutex_handoff_glibc_cond)
 	ck_assert(gc_wait_rets(1));
 	ck_assert(blocked_in(atomic_load(&gc.s_tid), &gc.m, sizeof gc.m));
 	/* m->starving (offset 28): one counted sleeper */
-	ck_assert_uint_eq(((unsigned *)&gc.m)[7] & 0x7fffffffu, 1);
+	ck_assert_uint_eq(__atomic_load_n((unsigned *)&gc.m + 7, __ATOMIC_RELAXED) & 0x7fffffffu, 1);
 	/* W: signalled, relocks in glibc and sleeps on m's word behind S */
 	atomic_store(&gc.go, 1);
 	pthread_cond_signal(&gc.c);
