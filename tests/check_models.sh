@@ -17,8 +17,9 @@
 # with a hash of the models, this script and the spin version; a rerun
 # with the same inputs (CI runs `make check` several times) says so and
 # exits 0 without searching again.
-# Run time: about 31 s of CPU (38 verifier builds at -O0, which compile
-# 4x faster than -O2 and search only ~20% slower; mutex.pml is 2.4 M states).
+# Run time: about 45 s of CPU (43 verifier builds at -O0, which compile
+# 4x faster than -O2 and search only ~20% slower; preload_mutex.pml -DMIXED
+# is 3.2 M states, mutex_store.pml 3.2 M, mutex.pml 2.4 M).
 set -u
 
 srcdir=${srcdir:-$(dirname "$0")/..}
@@ -81,6 +82,13 @@ rwlock_bias.pml|ok|
 rwlock_bias.pml|assertion violated|-DMUTANT_NO_SC
 rwlock_bias.pml|assertion violated|-DMUTANT_NO_RECHECK
 rwlock_bias.pml|assertion violated|-DMUTANT_GIVEUP_OFF
+preload_mutex.pml|ok|
+preload_mutex.pml|ok|-DMIXED -DNSPUR=0
+preload_mutex.pml|invalid end state|-DMUTANT_NO_RECHECK
+preload_mutex.pml|invalid end state|-DMUTANT_NO_GIVEUP_CHECK
+preload_mutex.pml|invalid end state|-DMUTANT_RELOCK_NO_HANDED
+preload_mutex.pml|invalid end state|-DMUTANT_UNDO_NO_WAKE
+preload_mutex.pml|invalid end state|-DMIXED -DNSPUR=0 -DMUTANT_NO_MIXED_WAKE
 LIST
 }
 

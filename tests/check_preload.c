@@ -559,6 +559,128 @@ START_TEST(test_mutex_fair_timeouts)
 }
 END_TEST
 
+/* The fair hand-off against a cond of glibc's (process-shared) waited on
+ * with one of our mutexes: glibc's pthread_cond_wait relocks the mutex with
+ * its own lowlevellock code (an xchg(2) loop that sleeps until it reads 0),
+ * which cannot take a HANDED word. The scene, built with raw futex wakes
+ * and the syscall hook: S sleeps on our mutex m and is counted as starving
+ * (woken once after 2 ms, it sleeps again); the cond waiter W, signalled,
+ * sleeps on m's word inside glibc; S is woken once more so that W is the
+ * oldest sleeper; then the owner unlocks, and its wake goes to W. W must
+ * get m: a HANDED word would make glibc store 2 over it and sleep, and m
+ * would belong to nobody (W asleep for good, S timing out). */
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	atomic_int w_tid, s_tid, go, w_done, s_res, s_rets;
+} gc;
+static _Thread_local int gc_is_s;
+
+static void gc_hook(long nr, const long *a, int after, long ret)
+{
+	(void)a;
+	(void)ret;
+	if (after && nr == SYS_futex && gc_is_s)
+		atomic_fetch_add(&gc.s_rets, 1);
+}
+
+static void *gc_waiter(void *p)
+{
+	(void)p;
+	pthread_mutex_lock(&gc.m);
+	atomic_store(&gc.w_tid, gettid());
+	while (!atomic_load(&gc.go))
+		pthread_cond_wait(&gc.c, &gc.m);
+	pthread_mutex_unlock(&gc.m);
+	atomic_store(&gc.w_done, 1);
+	return NULL;
+}
+
+static void *gc_sleeper(void *p)
+{
+	(void)p;
+	gc_is_s = 1;
+	atomic_store(&gc.s_tid, gettid());
+	struct timespec d = in_ms(CLOCK_MONOTONIC, 3000);
+	int e = pthread_mutex_clocklock(&gc.m, CLOCK_MONOTONIC, &d);
+	if (e == 0)
+		pthread_mutex_unlock(&gc.m);
+	atomic_store(&gc.s_res, e);
+	return NULL;
+}
+
+static int gc_wait_rets(int n)
+{
+	for (int i = 0; i < 5000 && atomic_load(&gc.s_rets) < n; i++)
+		usleep(200);
+	return atomic_load(&gc.s_rets) >= n;
+}
+
+START_TEST(test_mutex_handoff_glibc_cond)
+{
+	pthread_condattr_t ca;
+	pthread_t w, s;
+	unsigned *word = (unsigned *)&gc.m;
+
+	if (!preload_on()) {
+		printf("mutex_handoff_glibc_cond: skipped, WEFT_PRELOAD=off (no hand-off)\n");
+		return;
+	}
+	memset(&gc, 0, sizeof gc);
+	ck_assert_int_eq(pthread_mutex_init(&gc.m, NULL), 0);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	ck_assert_int_eq(pthread_cond_init(&gc.c, &ca), 0);
+	pthread_condattr_destroy(&ca);
+	atomic_store(&gc.s_res, -1);
+	atomic_store(&syscall_hook, gc_hook);
+
+	pthread_create(&w, NULL, gc_waiter, NULL);
+	while (!atomic_load(&gc.w_tid))
+		usleep(100);
+	ck_assert(blocked_in(atomic_load(&gc.w_tid), &gc.c, sizeof gc.c));
+	pthread_mutex_lock(&gc.m);
+	pthread_create(&s, NULL, gc_sleeper, NULL);
+	while (!atomic_load(&gc.s_tid))
+		usleep(100);
+	ck_assert(blocked_in(atomic_load(&gc.s_tid), &gc.m, sizeof gc.m));
+	/* S has slept over 1 ms: wake it once, it counts itself, sleeps again */
+	usleep(2000);
+	atomic_load(&real_syscall)(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	ck_assert(gc_wait_rets(1));
+	ck_assert(blocked_in(atomic_load(&gc.s_tid), &gc.m, sizeof gc.m));
+	/* m->starving (offset 28): one counted sleeper */
+	ck_assert_uint_eq(__atomic_load_n((unsigned *)&gc.m + 7, __ATOMIC_RELAXED) & 0x7fffffffu, 1);
+	/* W: signalled, relocks in glibc and sleeps on m's word behind S */
+	atomic_store(&gc.go, 1);
+	pthread_cond_signal(&gc.c);
+	ck_assert(blocked_in(atomic_load(&gc.w_tid), &gc.m, sizeof gc.m));
+	/* S to the back of the queue: W is the oldest sleeper */
+	atomic_load(&real_syscall)(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	ck_assert(gc_wait_rets(2));
+	ck_assert(blocked_in(atomic_load(&gc.s_tid), &gc.m, sizeof gc.m));
+	pthread_mutex_unlock(&gc.m);
+
+	for (int i = 0; i < 2000 && !atomic_load(&gc.w_done); i++)
+		usleep(1000);
+	int w_done = atomic_load(&gc.w_done);
+	unsigned lost_word = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+	if (!w_done) {
+		/* let the test end: free the word and wake everybody */
+		__atomic_store_n(word, 0, __ATOMIC_SEQ_CST);
+		atomic_load(&real_syscall)(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+					   NULL, 0);
+	}
+	pthread_join(w, NULL);
+	pthread_join(s, NULL);
+	atomic_store(&syscall_hook, NULL);
+	ck_assert_msg(w_done, "glibc's cond relock slept on a handed mutex (word %u)", lost_word);
+	ck_assert_int_eq(atomic_load(&gc.s_res), 0);
+	ck_assert_int_eq(pthread_cond_destroy(&gc.c), 0);
+	ck_assert_int_eq(pthread_mutex_destroy(&gc.m), 0);
+}
+END_TEST
+
 /* glibc's own mutexes (robust, PI) work through us, cond included */
 START_TEST(test_mutex_glibc_kinds)
 {
@@ -2200,6 +2322,7 @@ int main(void)
 	tcase_add_test(tc, test_mutex_glibc_kinds);
 	tcase_add_loop_test(tc, test_mutex_fair_handoff, 0, 2);
 	tcase_add_test(tc, test_mutex_fair_timeouts);
+	tcase_add_test(tc, test_mutex_handoff_glibc_cond);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cond");
 	tcase_set_timeout(tc, 60);

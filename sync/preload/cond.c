@@ -252,6 +252,16 @@ int wp_cond_broadcast(struct wp_cond *c)
 
 #define OFF(c) (__builtin_expect(wp_off, 0) || cond_is_glibc(PC(c)))
 
+/* A wait on a cond of glibc's: glibc relocks the mutex itself, with its own
+ * lowlevellock code, which cannot take a mutex of ours that an unlock
+ * handed to its sleepers; such a mutex is no longer handed off (mutex.c
+ * "Fair hand-off"). */
+static void glibc_wait(pthread_mutex_t *m)
+{
+	if (!wp_off && !wp_mutex_is_glibc(PM(m)))
+		wp_mutex_glibc_cond(PM(m));
+}
+
 WP_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
 {
 	if (wp_off)
@@ -309,8 +319,10 @@ WP_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 
 WP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	if (OFF(c))
+	if (OFF(c)) {
+		glibc_wait(m);
 		return WP_REAL(cond_wait)(c, m);
+	}
 	return wp_cond_wait(PC(c), PM(m), CLOCK_REALTIME, NULL, 1);
 }
 
@@ -318,8 +330,10 @@ WP_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict c,
 				     pthread_mutex_t *restrict m,
 				     const struct timespec *restrict abs)
 {
-	if (OFF(c))
+	if (OFF(c)) {
+		glibc_wait(m);
 		return WP_REAL(cond_timedwait)(c, m, abs);
+	}
 	if (!abs)
 		return EINVAL;
 	return wp_cond_wait(PC(c), PM(m), CLOCK_REALTIME, abs, 1);
@@ -329,8 +343,10 @@ WP_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict c,
 				     pthread_mutex_t *restrict m, clockid_t clk,
 				     const struct timespec *restrict abs)
 {
-	if (OFF(c))
+	if (OFF(c)) {
+		glibc_wait(m);
 		return WP_REAL(cond_clockwait)(c, m, clk, abs);
+	}
 	if (!wp_clock_ok(clk) || !abs)
 		return EINVAL;
 	return wp_cond_wait(PC(c), PM(m), clk, abs, 0);

@@ -44,6 +44,15 @@
  *   the kernel's queue (the unlock's wake reaches it or a sleeper ahead of
  *   it, and whoever wakes takes the lock), or it is on its way to the xchg
  *   or to the futex wait, which fails at once on a changed word.
+ *   glibc's condvars: a cond of glibc's (process-shared) waited on with one
+ *   of our mutexes relocks it inside glibc, with glibc's xchg(2) loop, which
+ *   sleeps until it reads 0: it would store 2 over a HANDED word and sleep,
+ *   and the lock would belong to nobody. So such a wait first marks its
+ *   mutex (WP_STARVING_NOFAIR, the top bit of m->starving, kept until the
+ *   next init), and an unlock does not hand a marked mutex off. The mark is
+ *   set by the mutex's holder, so every later unlock (a later holder's)
+ *   sees it, and no HANDED word is outstanding when it is set (a HANDED
+ *   word has no holder).
  *   Fork: a child forked while some sleeper was counted (in any mutex) does
  *   without the hand-off (core.c fork_child): its counts are stale, and a
  *   hand-off that trusted them could wait for sleepers that do not exist.
@@ -81,6 +90,8 @@ static void note_cpu(struct wp_mutex *m)
  * human). */
 #define WP_LOCK_HANDED 3
 #define WP_MUTEX_STARVE_NS 1000000L
+/* in m->starving: the mutex was waited on with a cond of glibc's */
+#define WP_STARVING_NOFAIR 0x80000000u
 
 static long now_ns(void)
 {
@@ -364,13 +375,26 @@ int wp_mutex_unlock(struct wp_mutex *m)
 			return 0;
 	}
 	__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);
-	/* relaxed: a hint; mx_hand_off reads it again (seq_cst) */
-	if (__atomic_load_n(&m->starving, __ATOMIC_RELAXED) != 0 && mx_hand_off(m))
+	/* relaxed: a hint; mx_hand_off reads it again (seq_cst). A marked
+	 * mutex (NOFAIR) is never handed off: the mark was set by an earlier
+	 * holder, before the release that we acquired the lock from */
+	unsigned starving = __atomic_load_n(&m->starving, __ATOMIC_RELAXED);
+	if (starving != 0 && starving < WP_STARVING_NOFAIR && mx_hand_off(m))
 		return 0;
 	/* release: the critical section's writes before the lock is free */
 	if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) == 2)
 		wp_futex_wake((unsigned *)&m->lock, 1, 0);
 	return 0;
+}
+
+/* Before a wait on a cond of glibc's, by the mutex's holder: no hand-off
+ * for this mutex from now on ("Fair hand-off", glibc's condvars).
+ * relaxed: our unlock (in glibc's wait) releases it to every later holder,
+ * and only holders unlock. */
+void wp_mutex_glibc_cond(struct wp_mutex *m)
+{
+	if (!(__atomic_load_n(&m->starving, __ATOMIC_RELAXED) & WP_STARVING_NOFAIR))
+		__atomic_fetch_or(&m->starving, WP_STARVING_NOFAIR, __ATOMIC_RELAXED);
 }
 
 int wp_mutex_init_kind(struct wp_mutex *m, int type)

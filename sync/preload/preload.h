@@ -35,7 +35,8 @@ struct wp_mutex {
 	short spinner;      /* 22: 1 while a thread spins on this lock */
 	unsigned short fails; /* 24: spins in a row that ended without the lock */
 	unsigned short probe; /* 26: attempts skipped since the last spin */
-	unsigned starving;  /* 28: sleepers that have waited over 1 ms (mutex.c
+	unsigned starving;  /* 28: sleepers that have waited over 1 ms, and the
+	                     * top bit: waited on with a cond of glibc's (mutex.c
 	                     * "Fair hand-off") */
 	unsigned char pad[sizeof(pthread_mutex_t) - 32]; /* 32 */
 };
@@ -217,6 +218,8 @@ int wp_mutex_timed(struct wp_mutex *m, clockid_t clk, const struct timespec *abs
 int wp_mutex_trylock(struct wp_mutex *m);
 int wp_mutex_init_kind(struct wp_mutex *m, int type);
 int wp_mutex_relock(struct wp_mutex *m);
+/* before a wait on a cond of glibc's with our mutex m, by m's holder */
+void wp_mutex_glibc_cond(struct wp_mutex *m);
 int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 		 const struct timespec *abs, int use_cond_clock);
 int wp_cond_signal(struct wp_cond *c);

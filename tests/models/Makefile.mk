@@ -13,6 +13,7 @@ EXTRA_DIST += \
 	tests/models/mutex.pml \
 	tests/models/mutex_store.pml \
 	tests/models/gang_hold.pml \
-	tests/models/rwlock_bias.pml
+	tests/models/rwlock_bias.pml \
+	tests/models/preload_mutex.pml
 # (the only CLEANFILES so far: use += if another fragment sets it first)
 CLEANFILES = tests/check_models.stamp
