@@ -172,9 +172,13 @@ static void mx_note_wait(struct wp_mutex *m, long t0, int *counted)
 {
 	if (*counted || now_ns() - t0 < WP_MUTEX_STARVE_NS)
 		return;
-	__atomic_add_fetch(&m->starving, 1, __ATOMIC_RELAXED);
-	/* relaxed: read only by the fork child handler (core.c) */
+	/* relaxed: read only by the fork child handler (core.c). The
+	 * process-wide count goes up first (and down last, mx_uncount): a fork
+	 * between the two adds then sees it counted and turns the hand-off
+	 * off in the child, where the other order would leave a stale
+	 * m->starving with the hand-off on */
 	__atomic_add_fetch(&wp_starving_now, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->starving, 1, __ATOMIC_RELAXED);
 	*counted = 1;
 }
 
