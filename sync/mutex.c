@@ -364,20 +364,6 @@
  * (tens of us on this VM class) and a few rounds of competition. */
 #define WFT_MUTEX_ROTATE_NS (WFT_MUTEX_STARVE_NS / 4)
 
-/* "Unlock mode": after this many consecutive unlocks that found no flag
- * set (nobody queued, nobody woken), an owner switches the mutex to store
- * mode, in which unlock is a plain release store. Leaving store mode costs
- * the first waiter a poll (it cannot queue), so the switch must be rare
- * against the unlocks it speeds up: 4,096 unlocks at ~5 ns saved each pay
- * for ~20 us of polling. */
-#define WFT_MUTEX_CALM_UNLOCKS 4096
-#define WFT_MUTEX_FAST UINT32_MAX
-#define WFT_MUTEX_FAST_LEAVE (UINT32_MAX - 1)
-
-static bool store_mode(uint32_t calm)
-{
-	return calm >= WFT_MUTEX_FAST_LEAVE;
-}
 
 /* Poll back-off of a waiter that cannot queue (store mode): from a couple
  * of microseconds (a short critical section ends within it) to a bound that
@@ -650,7 +636,7 @@ static int queue_locked(struct wft_mutex *m, uintptr_t id, struct wft_swaiter *s
 		 * our CAS on the word below ("Unlock mode", memory order). A
 		 * woken waiter keeps m out of store mode */
 		c = wft_load(&m->calm, acquire);
-		if (store_mode(c)) {
+		if (wft_mutex_store_mode(c)) {
 			WFT_ASSERT(!woken);
 			/* ask the next owner to leave store mode; relaxed: a
 			 * request only, and a failure means an owner left */
@@ -1172,7 +1158,7 @@ static bool requeue_fast_locked(struct wft_mutex *m, struct wft_waitq *list, str
 
 	/* acquire: as in queue_locked (we hold qlock, and we may set
 	 * WAITERS below on a CAS-mode value) */
-	if (!store_mode(wft_load(&m->calm, acquire)))
+	if (!wft_mutex_store_mode(wft_load(&m->calm, acquire)))
 		return false;
 	/* relaxed: only the owner itself can make this true */
 	if (wft_mutex_owner(wft_load(&m->state, relaxed)) == wft_lock_self_id(&self)) {

@@ -80,6 +80,23 @@ static inline struct weft_thread *wft_lock_id_thread(uintptr_t id)
 	return (struct weft_thread *)(id & WFT_LOCK_ADDR_MASK);
 }
 
+/* The values of wft_mutex.calm ("Unlock mode" in mutex.c). After
+ * WFT_MUTEX_CALM_UNLOCKS consecutive unlocks that found no flag set (nobody
+ * queued, nobody woken), an owner switches the mutex to store mode, in
+ * which unlock is a plain release store. Leaving store mode costs the first
+ * waiter a poll (it cannot queue), so the switch must be rare against the
+ * unlocks it speeds up: 4,096 unlocks at ~5 ns saved each pay for ~20 us of
+ * polling. Below it, calm counts; FAST is store mode; FAST_LEAVE is store
+ * mode with a waiter's request to leave it. */
+#define WFT_MUTEX_CALM_UNLOCKS 4096
+#define WFT_MUTEX_FAST UINT32_MAX
+#define WFT_MUTEX_FAST_LEAVE (UINT32_MAX - 1)
+
+static inline bool wft_mutex_store_mode(uint32_t calm)
+{
+	return calm >= WFT_MUTEX_FAST_LEAVE;
+}
+
 struct wft_mutex {
 	_Atomic uintptr_t state;      /* owner id | WAITERS | HANDOFF */
 	_Atomic uint32_t calm;        /* unlock mode: a count of calm unlocks,

@@ -1316,18 +1316,16 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* store_mode (sync/mutex.c "Unlock mode") */
 
-#define SM_CALM 4096   /* WFT_MUTEX_CALM_UNLOCKS */
 
 static bool sm_fast(weft_mutex_t *m)
 {
-	/* WFT_MUTEX_FAST, or FAST_LEAVE (a waiter asked to leave it) */
-	return atomic_load(&wft_mutex_of(m)->calm) >= UINT32_MAX - 1;
+	return wft_mutex_store_mode(atomic_load(&wft_mutex_of(m)->calm));
 }
 
 /* Lock and unlock m calmly, one more time than the switch needs. */
 static void sm_calm(weft_mutex_t *m)
 {
-	for (int i = 0; i <= SM_CALM; i++) {
+	for (int i = 0; i <= WFT_MUTEX_CALM_UNLOCKS; i++) {
 		WT_CHECK(weft_mutex_lock(m) == 0);
 		WT_CHECK(weft_mutex_unlock(m) == 0);
 	}
@@ -1563,7 +1561,7 @@ START_TEST(test_store_mode_starve)
 	wt_init_features(2, "NO_OWNER_SPIN");
 	weft_mutex_init(&s->m);
 	/* the hog alone makes m calm enough for store mode first */
-	for (int i = 0; i <= SM_CALM; i++) {
+	for (int i = 0; i <= WFT_MUTEX_CALM_UNLOCKS; i++) {
 		ck_assert_int_eq(weft_mutex_lock(&s->m), 0);
 		ck_assert_int_eq(weft_mutex_unlock(&s->m), 0);
 	}
@@ -1632,13 +1630,13 @@ static void smre_body(int idx, void *arg)
 	WT_CHECK(sm_fast(&s->m));
 	WT_CHECK(weft_mutex_lock(&s->m) == 0);
 	end = sc_ms(2000);
-	while (smre_calm(&s->m) != UINT32_MAX - 1 && weft_now_ns() < end)
+	while (smre_calm(&s->m) != WFT_MUTEX_FAST_LEAVE && weft_now_ns() < end)
 		weft_yield();
-	atomic_store(&s->asked, smre_calm(&s->m) == UINT32_MAX - 1);
+	atomic_store(&s->asked, smre_calm(&s->m) == WFT_MUTEX_FAST_LEAVE);
 	/* this unlock leaves store mode; then twice the calm unlocks that a
 	 * switch needs, without letting the poller run */
 	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
-	for (int i = 0; i < 2 * SM_CALM; i++) {
+	for (int i = 0; i < 2 * WFT_MUTEX_CALM_UNLOCKS; i++) {
 		WT_CHECK(weft_mutex_lock(&s->m) == 0);
 		WT_CHECK(weft_mutex_unlock(&s->m) == 0);
 	}
@@ -1652,7 +1650,7 @@ static void smre_body(int idx, void *arg)
 			atomic_store(&s->queued, 1);
 			break;
 		}
-		if (smre_calm(&s->m) == UINT32_MAX - 1) {
+		if (smre_calm(&s->m) == WFT_MUTEX_FAST_LEAVE) {
 			atomic_store(&s->asked_again, 1);
 			break;
 		}
@@ -1711,9 +1709,9 @@ static void smd_body(int idx, void *arg)
 	WT_CHECK(sm_fast(&s->m));
 	WT_CHECK(weft_mutex_lock(&s->m) == 0);
 	end = sc_ms(2000);
-	while (smre_calm(&s->m) != UINT32_MAX - 1 && weft_now_ns() < end)
+	while (smre_calm(&s->m) != WFT_MUTEX_FAST_LEAVE && weft_now_ns() < end)
 		weft_yield();
-	WT_CHECK(smre_calm(&s->m) == UINT32_MAX - 1);
+	WT_CHECK(smre_calm(&s->m) == WFT_MUTEX_FAST_LEAVE);
 	WT_CHECK(weft_mutex_unlock(&s->m) == 0);
 	atomic_store(&s->r_destroy, weft_mutex_destroy(&s->m));
 	while (!atomic_load(&s->done))
@@ -1797,7 +1795,7 @@ START_TEST(test_store_mode_race)
 	r->end = sc_ms(1000);
 	while (weft_now_ns() < r->end) {
 		/* calm: into store mode */
-		for (int i = 0; i <= SM_CALM; i++) {
+		for (int i = 0; i <= WFT_MUTEX_CALM_UNLOCKS; i++) {
 			ck_assert_int_eq(weft_mutex_lock(&r->m), 0);
 			r->counter++;
 			ck_assert_int_eq(weft_mutex_unlock(&r->m), 0);
@@ -1820,7 +1818,7 @@ START_TEST(test_store_mode_race)
 	printf("store_mode_race[%s]: seed=%llu rounds=%d (store mode reached in %d)\n",
 	       wt_configs[_i].name, (unsigned long long)r->seed, rounds, fast);
 	ck_assert_int_gt(fast, 0);
-	ck_assert_int_eq(r->counter, atomic_load(&r->ops) + (long)rounds * (SM_CALM + 1));
+	ck_assert_int_eq(r->counter, atomic_load(&r->ops) + (long)rounds * (WFT_MUTEX_CALM_UNLOCKS + 1));
 	ck_assert_int_eq(weft_mutex_destroy(&r->m), 0);
 	wt_shutdown();
 	free(r);
