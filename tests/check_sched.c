@@ -1190,8 +1190,9 @@ START_TEST(join_loop_drains_mailbox)
 
 	wt_init_workers(2);
 	if (weft_feature("STEAL") != 1) {
+		wt_skip("sched/join_loop_drains_mailbox: STEAL is off, nobody could take the woken thread");
 		wt_shutdown();
-		return;   /* nobody could take the woken thread */
+		return;
 	}
 	atomic_store(&jl_parked, 0);
 	atomic_store(&jl_go, 0);
@@ -1254,8 +1255,9 @@ START_TEST(fork_join_depth_first)
 
 	wt_init_workers(1);
 	if (weft_feature("NEXT_SLOT") != 1) {
+		wt_skip("sched/fork_join_depth_first: NEXT_SLOT is off, a woken joiner waits behind the siblings");
 		wt_shutdown();
-		return;   /* plain FIFO: a woken joiner waits behind the siblings */
+		return;
 	}
 	atomic_store(&fj_max_live, 0);
 	ck_assert_int_eq(weft_spawn(&t, fj_fib, (void *)(intptr_t)22, NULL), 0);
