@@ -1215,6 +1215,150 @@ START_TEST(test_cond_cancel)
 END_TEST
 
 
+
+/* A cond of glibc's (process-shared) waited on with one of our private
+ * mutexes, of each kind: glibc unlocks and relocks the mutex inside its
+ * wait with its own code, which for ERRORCHECK and RECURSIVE compares the
+ * owner field (offset 8) with the caller's kernel tid. Timed waits time
+ * out (ETIMEDOUT, mutex held again), an untimed wait is woken, and a
+ * waiter cancelled in the wait holds the mutex in its cleanup handler. */
+static const int psk_kinds[] = { PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_ERRORCHECK,
+				 PTHREAD_MUTEX_RECURSIVE, PTHREAD_MUTEX_ADAPTIVE_NP };
+static const char *const psk_names[] = { "NORMAL", "ERRORCHECK", "RECURSIVE", "ADAPTIVE" };
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int go;                     /* under m */
+	atomic_int in_wait, wait_res, unlock_res, cleanup_res;
+} psk;
+
+static void *psk_waiter(void *p)
+{
+	(void)p;
+	int e = 0;
+	pthread_mutex_lock(&psk.m);
+	atomic_store(&psk.in_wait, 1);
+	while (!psk.go && e == 0)
+		e = pthread_cond_wait(&psk.c, &psk.m);
+	atomic_store(&psk.wait_res, e);
+	atomic_store(&psk.unlock_res, pthread_mutex_unlock(&psk.m));
+	return NULL;
+}
+
+static void psk_cleanup(void *p)
+{
+	(void)p;
+	atomic_store(&psk.cleanup_res, pthread_mutex_unlock(&psk.m));
+}
+
+static void *psk_cancelled(void *p)
+{
+	(void)p;
+	volatile int e = 0;
+	pthread_mutex_lock(&psk.m);
+	pthread_cleanup_push(psk_cleanup, NULL);
+	atomic_store(&psk.in_wait, 1);
+	while (e == 0)
+		e = pthread_cond_wait(&psk.c, &psk.m);
+	/* only on a failed wait: report it and do not wait for the cancel */
+	atomic_store(&psk.wait_res, e);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+/* trylock from another thread, and unlock when it got the mutex */
+static void *psk_trylock(void *p)
+{
+	(void)p;
+	int e = pthread_mutex_trylock(&psk.m);
+	if (e == 0 && pthread_mutex_unlock(&psk.m) != 0)
+		e = -1;
+	return (void *)(intptr_t)e;
+}
+
+START_TEST(test_cond_glibc_mutex_kinds)
+{
+	int kind = psk_kinds[_i];
+	const char *name = psk_names[_i];
+	pthread_mutexattr_t ma;
+	pthread_condattr_t ca;
+	pthread_t t;
+	void *r;
+
+	memset(&psk, 0, sizeof psk);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, kind);
+	ck_assert_int_eq(pthread_mutex_init(&psk.m, &ma), 0);
+	pthread_mutexattr_destroy(&ma);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	ck_assert_int_eq(pthread_cond_init(&psk.c, &ca), 0);
+	pthread_condattr_destroy(&ca);
+
+	/* timed waits, both clocks: ETIMEDOUT, the mutex held again */
+	ck_assert_int_eq(pthread_mutex_lock(&psk.m), 0);
+	struct timespec d = in_ms(CLOCK_REALTIME, 20);
+	int e = pthread_cond_timedwait(&psk.c, &psk.m, &d);
+	ck_assert_msg(e == ETIMEDOUT, "%s: timedwait returned %d, not ETIMEDOUT", name, e);
+	d = in_ms(CLOCK_MONOTONIC, 20);
+	e = pthread_cond_clockwait(&psk.c, &psk.m, CLOCK_MONOTONIC, &d);
+	ck_assert_msg(e == ETIMEDOUT, "%s: clockwait returned %d, not ETIMEDOUT", name, e);
+	pthread_create(&t, NULL, psk_trylock, NULL);
+	pthread_join(t, &r);
+	ck_assert_int_eq((intptr_t)r, EBUSY);
+	if (kind == PTHREAD_MUTEX_ERRORCHECK)
+		ck_assert_int_eq(pthread_mutex_lock(&psk.m), EDEADLK);
+	if (kind == PTHREAD_MUTEX_RECURSIVE) {
+		ck_assert_int_eq(pthread_mutex_trylock(&psk.m), 0);
+		ck_assert_int_eq(pthread_mutex_unlock(&psk.m), 0);
+	}
+	ck_assert_msg(pthread_mutex_unlock(&psk.m) == 0, "%s: unlock after the wait", name);
+	if (kind == PTHREAD_MUTEX_ERRORCHECK || kind == PTHREAD_MUTEX_RECURSIVE)
+		ck_assert_int_eq(pthread_mutex_unlock(&psk.m), EPERM);
+	/* not held: glibc's answer for the kinds that check, EPERM */
+	if (kind == PTHREAD_MUTEX_ERRORCHECK || kind == PTHREAD_MUTEX_RECURSIVE) {
+		d = in_ms(CLOCK_REALTIME, 20);
+		ck_assert_int_eq(pthread_cond_timedwait(&psk.c, &psk.m, &d), EPERM);
+	}
+	pthread_create(&t, NULL, psk_trylock, NULL);
+	pthread_join(t, &r);
+	ck_assert_int_eq((intptr_t)r, 0);
+
+	/* an untimed wait, woken by a signal */
+	pthread_create(&t, NULL, psk_waiter, NULL);
+	while (!atomic_load(&psk.in_wait))
+		usleep(100);
+	pthread_mutex_lock(&psk.m);
+	psk.go = 1;
+	pthread_cond_signal(&psk.c);
+	pthread_mutex_unlock(&psk.m);
+	pthread_join(t, NULL);
+	ck_assert_msg(atomic_load(&psk.wait_res) == 0, "%s: wait returned %d", name,
+		      atomic_load(&psk.wait_res));
+	ck_assert_msg(atomic_load(&psk.unlock_res) == 0, "%s: unlock after wait returned %d",
+		      name, atomic_load(&psk.unlock_res));
+
+	/* cancelled in the wait: the cleanup handler holds the mutex */
+	atomic_store(&psk.in_wait, 0);
+	atomic_store(&psk.cleanup_res, -1);
+	pthread_create(&t, NULL, psk_cancelled, NULL);
+	while (!atomic_load(&psk.in_wait))
+		usleep(100);
+	pthread_mutex_lock(&psk.m);   /* the waiter is inside the wait now */
+	pthread_mutex_unlock(&psk.m);
+	pthread_cancel(t);
+	pthread_join(t, &r);
+	ck_assert_msg(r == PTHREAD_CANCELED, "%s: wait returned %d instead of being cancelled",
+		      name, atomic_load(&psk.wait_res));
+	ck_assert_msg(atomic_load(&psk.cleanup_res) == 0, "%s: unlock in cleanup returned %d",
+		      name, atomic_load(&psk.cleanup_res));
+	d = in_ms(CLOCK_REALTIME, 2000);
+	ck_assert_int_eq(pthread_mutex_timedlock(&psk.m, &d), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&psk.m), 0);
+	ck_assert_int_eq(pthread_cond_destroy(&psk.c), 0);
+	ck_assert_int_eq(pthread_mutex_destroy(&psk.m), 0);
+}
+END_TEST
 /* A robust mutex (glibc's) whose owner dies while we wait on a cond:
  * the wait returns EOWNERDEAD with the mutex held, as under glibc. */
 static pthread_mutex_t rb_m;
@@ -2334,6 +2478,7 @@ int main(void)
 	tcase_add_test(tc, test_cond_cancel_passes_signal);
 	tcase_add_test(tc, test_cond_cancel);
 	tcase_add_test(tc, test_cond_robust_owner_dead);
+	tcase_add_loop_test(tc, test_cond_glibc_mutex_kinds, 0, 4);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("c11");
 	tcase_set_timeout(tc, 30);
