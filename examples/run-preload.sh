@@ -25,7 +25,15 @@
 #               server's CPU seconds per run; errors are sysbench's failed
 #               or ignored errors, a server that died, and [ERROR] lines in
 #               its log
-# memcached, redis, rocksdb and nginx are not run by this script yet
+#   memcached   memcached -t 4 on 127.0.0.1:MEMCACHED_PORT (private
+#               memory, started and stopped by this script once per side
+#               and repeat), loaded by memcaslap (libmemcached-tools; 90%
+#               get, 10% set, 10% of the gets verified) with 2 threads and
+#               each of MEMCACHED_CONC connections, MEMCACHED_SECONDS each;
+#               metric operations/s and the server's CPU seconds; errors are
+#               memcaslap failures, get or verify misses, and a server that
+#               died
+# redis, rocksdb and nginx are not run by this script yet
 # (docs/preload.md says what was measured).
 #
 # Needs (Debian packages; this script installs nothing):
@@ -33,6 +41,7 @@
 #   mariadb   (apt-get install mariadb-server sysbench: mariadbd,
 #              mariadb-install-db, mariadb, mariadb-admin; the packaged
 #              service need not run, this script starts its own server)
+#   memcached (apt-get install memcached libmemcached-tools: memcaslap)
 # and a built tree (make) for .libs/libweft-preload.so and examples/test-mutex.
 #
 # Run from the top build directory:
@@ -43,7 +52,8 @@
 #   TASKS="2 16 128"    test-mutex task counts
 #   THREADS="2 16 64"   sysbench thread counts
 #   MUTEX_LOCKS=20000   sysbench mutex --mutex-locks
-#   BENCHES="test-mutex sysbench pigz mariadb"
+#   BENCHES="test-mutex sysbench pigz mariadb memcached"
+#   MEMCACHED_CONC="16 128" MEMCACHED_SECONDS=20 MEMCACHED_PORT=21299
 #   MARIADB_THREADS="16 64"  MARIADB_SECONDS=60  MARIADB_WARMUP=5
 #   MARIADB_TESTS="oltp_read_write oltp_point_select"
 #   MARIADB_TABLES=4 MARIADB_TABLE_SIZE=100000 (about 100 MB: in memory)
@@ -76,7 +86,10 @@ SECS=${SECONDS_PER_RUN:-3}
 TASKS=${TASKS:-"2 16 128"}
 THREADS=${THREADS:-"2 16 64"}
 MUTEX_LOCKS=${MUTEX_LOCKS:-20000}
-BENCHES=${BENCHES:-"test-mutex sysbench pigz mariadb"}
+BENCHES=${BENCHES:-"test-mutex sysbench pigz mariadb memcached"}
+MEMCACHED_CONC=${MEMCACHED_CONC:-"16 128"}
+MEMCACHED_SECONDS=${MEMCACHED_SECONDS:-20}
+MEMCACHED_PORT=${MEMCACHED_PORT:-21299}
 MARIADB_THREADS=${MARIADB_THREADS:-"16 64"}
 MARIADB_SECONDS=${MARIADB_SECONDS:-60}
 MARIADB_WARMUP=${MARIADB_WARMUP:-5}
@@ -374,6 +387,69 @@ if [[ " $BENCHES " == *" mariadb "* ]]; then
 				"glibc ${retried[glibc]:-0} (server counted ${dead[glibc]:-0})," \
 				"preload ${retried[preload]:-0} (server counted ${dead[preload]:-0})"
 		fi
+	fi
+fi
+
+# ---- memcached ----
+if [[ " $BENCHES " == *" memcached "* ]]; then
+	missing=
+	for p in memcached memcaslap; do
+		command -v $p >/dev/null 2>&1 || missing="$missing $p"
+	done
+	if [ -n "$missing" ]; then
+		echo "memcached: SKIP (not installed:$missing; apt-get install memcached libmemcached-tools)"
+	else
+		declare -A mops mcpu
+		u=
+		[ "$(id -u)" = 0 ] && u="-u root"
+		for r in $(seq 1 "$REPEAT"); do
+			for side in glibc preload; do
+				pre=
+				[ $side = preload ] && pre=$PRELOAD
+				elog=$LOGDIR/memcached-server-$side-$r.log
+				# shellcheck disable=SC2086 # u is an option and its argument
+				env LD_PRELOAD="$pre" memcached $u -t 4 -m 256 -l 127.0.0.1 \
+					-p "$MEMCACHED_PORT" -U 0 >"$elog" 2>&1 &
+				my_pid=$!
+				up=
+				for _ in $(seq 1 40); do
+					memcping --servers=127.0.0.1:"$MEMCACHED_PORT" >/dev/null 2>&1 && { up=1; break; }
+					kill -0 "$my_pid" 2>/dev/null || break
+					sleep 0.25
+				done
+				if [ -z "$up" ]; then
+					echo "memcached $side run $r: ERROR (did not start, see $elog)"
+					errors=$((errors + 1))
+					kill "$my_pid" 2>/dev/null; wait "$my_pid" 2>/dev/null; my_pid=
+					continue
+				fi
+				for c in $MEMCACHED_CONC; do
+					log=$LOGDIR/memcached-$c-$side-$r.log
+					c0=$(my_cpu)
+					timeout $((MEMCACHED_SECONDS + 60)) memcaslap -s 127.0.0.1:"$MEMCACHED_PORT" \
+						-T 2 -c "$c" -t "${MEMCACHED_SECONDS}s" -v 0.1 >"$log" 2>&1 ||
+						{ echo "memcached $c $side: ERROR (see $log)"; errors=$((errors + 1)); }
+					c1=$(my_cpu)
+					bad=$(awk '/^(get_misses|verify_misses|verify_failed):/ { n += $2 } END { print n + 0 }' "$log")
+					if [ "$bad" != 0 ]; then
+						echo "memcached $c $side run $r: ERROR ($bad get/verify misses, see $log)"
+						errors=$((errors + 1))
+					fi
+					k=$c-$side
+					mops[$k]="${mops[$k]:-} $(awk '/^Run time:/ { print $7 }' "$log")"
+					mcpu[$k]="${mcpu[$k]:-} $(awk -v a="$c0" -v b="$c1" 'BEGIN { if (a != "" && b != "") printf "%.2f", b - a }')"
+				done
+				kill -0 "$my_pid" 2>/dev/null ||
+					{ echo "memcached $side run $r: ERROR (died, see $elog)"; errors=$((errors + 1)); }
+				kill "$my_pid" 2>/dev/null
+				wait "$my_pid" 2>/dev/null
+				my_pid=
+			done
+		done
+		for c in $MEMCACHED_CONC; do
+			report "memcached -t 4, memcaslap -c $c" ops/s "${mops[$c-glibc]:-}" \
+				"${mops[$c-preload]:-}" "${mcpu[$c-glibc]:-}" "${mcpu[$c-preload]:-}"
+		done
 	fi
 fi
 
