@@ -25,6 +25,9 @@ TESTS += tests/check_preload
 tests_check_preload_SOURCES = tests/check_preload.c
 tests_check_preload_CFLAGS = $(WEFT_CFLAGS) $(CHECK_CFLAGS)
 tests_check_preload_LDADD = libweft-preload.la $(CHECK_LIBS) -lpthread
+# the pshared test runs the peer: building the suite builds the peer, so
+# that "make tests/check_preload && tests/check_preload" has it too
+EXTRA_tests_check_preload_DEPENDENCIES = tests/preload_peer$(EXEEXT)
 tests_preload_peer_SOURCES = tests/preload_peer.c
 tests_preload_peer_CFLAGS = $(WEFT_CFLAGS)
 tests_preload_peer_LDADD = -lpthread

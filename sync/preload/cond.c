@@ -252,14 +252,46 @@ int wp_cond_broadcast(struct wp_cond *c)
 
 #define OFF(c) (__builtin_expect(wp_off, 0) || cond_is_glibc(PC(c)))
 
-/* A wait on a cond of glibc's: glibc relocks the mutex itself, with its own
- * lowlevellock code, which cannot take a mutex of ours that an unlock
- * handed to its sleepers; such a mutex is no longer handed off (mutex.c
- * "Fair hand-off"). */
-static void glibc_wait(pthread_mutex_t *m)
+/* A wait on a cond of glibc's (process-shared), with glibc's own wait.
+ * glibc unlocks and relocks the mutex with its own code: with a mutex of
+ * ours, that code cannot take a mutex that an unlock handed to its
+ * sleepers, so such a mutex is no longer handed off (mutex.c "Fair
+ * hand-off"), and it reads and writes the owner field in its own format
+ * (the kernel tid), so the holder converts the field for the span of the
+ * wait (mutex.c "glibc's owner field"). The wait is a cancellation point:
+ * glibc's cancellation relocks the mutex and unwinds through this frame,
+ * whose cleanup converts the field back before the caller's handlers run
+ * (this file is built with -fexceptions). */
+enum glibc_wait_kind { GW_WAIT, GW_TIMED, GW_CLOCK };
+
+static void glibc_wait_unwound(void *m)
 {
+	wp_mutex_glibc_cond_done(m);
+}
+
+static int glibc_wait(pthread_cond_t *c, pthread_mutex_t *m, enum glibc_wait_kind k,
+		      clockid_t clk, const struct timespec *abs)
+{
+	int converted = 0, r;
+
 	if (!wp_off && !wp_mutex_is_glibc(PM(m)))
-		wp_mutex_glibc_cond(PM(m));
+		converted = wp_mutex_glibc_cond(PM(m));
+	if (!converted) {
+		if (k == GW_WAIT)
+			return WP_REAL(cond_wait)(c, m);
+		if (k == GW_TIMED)
+			return WP_REAL(cond_timedwait)(c, m, abs);
+		return WP_REAL(cond_clockwait)(c, m, clk, abs);
+	}
+	pthread_cleanup_push(glibc_wait_unwound, m);
+	if (k == GW_WAIT)
+		r = WP_REAL(cond_wait)(c, m);
+	else if (k == GW_TIMED)
+		r = WP_REAL(cond_timedwait)(c, m, abs);
+	else
+		r = WP_REAL(cond_clockwait)(c, m, clk, abs);
+	pthread_cleanup_pop(1);
+	return r;
 }
 
 WP_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
@@ -319,10 +351,8 @@ WP_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 
 WP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	if (OFF(c)) {
-		glibc_wait(m);
-		return WP_REAL(cond_wait)(c, m);
-	}
+	if (OFF(c))
+		return glibc_wait(c, m, GW_WAIT, CLOCK_REALTIME, NULL);
 	return wp_cond_wait(PC(c), PM(m), CLOCK_REALTIME, NULL, 1);
 }
 
@@ -330,10 +360,8 @@ WP_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict c,
 				     pthread_mutex_t *restrict m,
 				     const struct timespec *restrict abs)
 {
-	if (OFF(c)) {
-		glibc_wait(m);
-		return WP_REAL(cond_timedwait)(c, m, abs);
-	}
+	if (OFF(c))
+		return glibc_wait(c, m, GW_TIMED, CLOCK_REALTIME, abs);
 	if (!abs)
 		return EINVAL;
 	return wp_cond_wait(PC(c), PM(m), CLOCK_REALTIME, abs, 1);
@@ -343,10 +371,8 @@ WP_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict c,
 				     pthread_mutex_t *restrict m, clockid_t clk,
 				     const struct timespec *restrict abs)
 {
-	if (OFF(c)) {
-		glibc_wait(m);
-		return WP_REAL(cond_clockwait)(c, m, clk, abs);
-	}
+	if (OFF(c))
+		return glibc_wait(c, m, GW_CLOCK, clk, abs);
 	if (!wp_clock_ok(clk) || !abs)
 		return EINVAL;
 	return wp_cond_wait(PC(c), PM(m), clk, abs, 0);

@@ -65,6 +65,7 @@
 #include <errno.h>
 #include <string.h>
 #include <threads.h>
+#include <unistd.h>
 
 #include "preload.h"
 
@@ -391,14 +392,51 @@ int wp_mutex_unlock(struct wp_mutex *m)
 	return 0;
 }
 
-/* Before a wait on a cond of glibc's, by the mutex's holder: no hand-off
- * for this mutex from now on ("Fair hand-off", glibc's condvars).
- * relaxed: our unlock (in glibc's wait) releases it to every later holder,
- * and only holders unlock. */
-void wp_mutex_glibc_cond(struct wp_mutex *m)
+/* Before a wait on a cond of glibc's with m: no hand-off for this mutex
+ * from now on ("Fair hand-off", glibc's condvars), and, if the caller holds
+ * m, the owner field in glibc's format ("glibc's owner field" below).
+ * Returns 1 when the owner field was converted: the caller then calls
+ * wp_mutex_glibc_cond_done when glibc's wait has returned or unwound.
+ *
+ * glibc's owner field
+ *   glibc's wait unlocks and relocks the mutex with its own code. Its
+ *   unlock of an ERRORCHECK or RECURSIVE mutex compares the 32-bit owner
+ *   field at offset 8 with the caller's kernel tid and answers EPERM when
+ *   they differ (the wait then returns EPERM at once); its unlock of every
+ *   kind stores 0 there (32 bits), and its relock stores the tid there
+ *   (and RECURSIVE's count 1 at offset 4, as ours). Ours holds the thread
+ *   pointer (64 bits, the same in a fork child), so for the span of
+ *   glibc's wait the holder stores its tid, zero-extended, instead: glibc
+ *   sees its own format, its unlock leaves 0 in all 64 bits (it does not
+ *   touch offset 12 in a wait), and a later holder of ours stores and
+ *   clears all 64 bits, so glibc's relock leaves exactly the tid. After
+ *   the wait (returned, failed, or cancelled: then glibc relocked the
+ *   mutex before our cleanup runs) the holder puts its thread pointer
+ *   back. A caller that does not hold m is left alone, and glibc answers
+ *   EPERM for the kinds that check, as it would for its own mutex. A tid
+ *   is never a thread pointer (a tid is below 2^22, a thread pointer is
+ *   an address in the upper part of the user address space), so no other
+ *   thread of ours mistakes the tid for its own id (wp_mutex_timed,
+ *   wp_mutex_unlock). relaxed, every access: the holder's own field,
+ *   published to the next holder by the lock word's release and acquire.
+ *   The NOFAIR mark: relaxed, as our unlock (in glibc's wait) releases it
+ *   to every later holder, and only holders unlock. */
+int wp_mutex_glibc_cond(struct wp_mutex *m)
 {
 	if (!(__atomic_load_n(&m->starving, __ATOMIC_RELAXED) & WP_STARVING_NOFAIR))
 		__atomic_fetch_or(&m->starving, WP_STARVING_NOFAIR, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != wp_self() ||
+	    __atomic_load_n(&m->lock, __ATOMIC_RELAXED) == 0)
+		return 0;
+	__atomic_store_n(&m->owner, (uint64_t)(uint32_t)gettid(), __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* After glibc's wait, by the thread that converted the owner field (it
+ * holds m again): our owner format back ("glibc's owner field"). */
+void wp_mutex_glibc_cond_done(struct wp_mutex *m)
+{
+	__atomic_store_n(&m->owner, wp_self(), __ATOMIC_RELAXED);
 }
 
 int wp_mutex_init_kind(struct wp_mutex *m, int type)

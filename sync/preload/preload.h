@@ -218,8 +218,10 @@ int wp_mutex_timed(struct wp_mutex *m, clockid_t clk, const struct timespec *abs
 int wp_mutex_trylock(struct wp_mutex *m);
 int wp_mutex_init_kind(struct wp_mutex *m, int type);
 int wp_mutex_relock(struct wp_mutex *m);
-/* before a wait on a cond of glibc's with our mutex m, by m's holder */
-void wp_mutex_glibc_cond(struct wp_mutex *m);
+/* around a wait on a cond of glibc's with our mutex m (mutex.c "glibc's
+ * owner field"): 1 when the owner field was converted, then _done after */
+int wp_mutex_glibc_cond(struct wp_mutex *m);
+void wp_mutex_glibc_cond_done(struct wp_mutex *m);
 int wp_cond_wait(struct wp_cond *c, struct wp_mutex *m, clockid_t clk,
 		 const struct timespec *abs, int use_cond_clock);
 int wp_cond_signal(struct wp_cond *c);
