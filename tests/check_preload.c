@@ -1319,10 +1319,24 @@ START_TEST(test_cond_glibc_mutex_kinds)
 	ck_assert_int_eq(pthread_cond_init(&psk.c, &ca), 0);
 	pthread_condattr_destroy(&ca);
 
+	/* not held, on a mutex no cond wait has marked yet: EPERM for the
+	 * kinds that check, and the mutex keeps its fair hand-off (the NOFAIR
+	 * mark, the top bit of m->starving at offset 28, is a holder's to
+	 * set: a stray mark set by a non-holder in the middle of an unlock's
+	 * hand-off would leave the word HANDED with no holder) */
+	struct timespec d;
+	int e;
+	if (kind == PTHREAD_MUTEX_ERRORCHECK || kind == PTHREAD_MUTEX_RECURSIVE) {
+		d = in_ms(CLOCK_REALTIME, 20);
+		ck_assert_int_eq(pthread_cond_timedwait(&psk.c, &psk.m, &d), EPERM);
+		ck_assert_msg((__atomic_load_n((unsigned *)&psk.m + 7, __ATOMIC_RELAXED) &
+			       0x80000000u) == 0, "%s: a non-holder's wait marked the mutex", name);
+	}
+
 	/* timed waits, both clocks: ETIMEDOUT, the mutex held again */
 	ck_assert_int_eq(pthread_mutex_lock(&psk.m), 0);
-	struct timespec d = in_ms(CLOCK_REALTIME, 20);
-	int e = pthread_cond_timedwait(&psk.c, &psk.m, &d);
+	d = in_ms(CLOCK_REALTIME, 20);
+	e = pthread_cond_timedwait(&psk.c, &psk.m, &d);
 	ck_assert_msg(e == ETIMEDOUT, "%s: timedwait returned %d, not ETIMEDOUT", name, e);
 	d = in_ms(CLOCK_MONOTONIC, 20);
 	e = pthread_cond_clockwait(&psk.c, &psk.m, CLOCK_MONOTONIC, &d);

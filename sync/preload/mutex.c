@@ -356,9 +356,13 @@ static int mx_hand_off(struct wp_mutex *m)
 	if (!__atomic_compare_exchange_n(&m->lock, &v, WP_LOCK_HANDED, 0, __ATOMIC_SEQ_CST,
 					 __ATOMIC_RELAXED))
 		return 0;
-	if (__atomic_load_n(&m->starving, __ATOMIC_SEQ_CST) == 0) {
-		/* the starving sleepers gave up: undo, as a plain unlock of a 2
-		 * (unless one of them took the lock; then it owns it) */
+	unsigned s = __atomic_load_n(&m->starving, __ATOMIC_SEQ_CST);
+	if (s == 0 || (s & WP_STARVING_NOFAIR)) {
+		/* the starving sleepers gave up, or the mutex was marked since
+		 * the hint (a wait of glibc's must never find HANDED; a mark is
+		 * a holder's, so this is a second line of defence): undo, as a
+		 * plain unlock of a 2 (unless a sleeper took the lock; then it
+		 * owns it) */
 		v = WP_LOCK_HANDED;
 		if (!__atomic_compare_exchange_n(&m->lock, &v, 0, 0, __ATOMIC_RELEASE,
 						 __ATOMIC_RELAXED))
@@ -423,10 +427,19 @@ int wp_mutex_unlock(struct wp_mutex *m)
  *   to every later holder, and only holders unlock. */
 int wp_mutex_glibc_cond(struct wp_mutex *m)
 {
-	if (!(__atomic_load_n(&m->starving, __ATOMIC_RELAXED) & WP_STARVING_NOFAIR))
-		__atomic_fetch_or(&m->starving, WP_STARVING_NOFAIR, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != wp_self() ||
-	    __atomic_load_n(&m->lock, __ATOMIC_RELAXED) == 0)
+	int type = mx_type(m);
+	int held = __atomic_load_n(&m->owner, __ATOMIC_RELAXED) == wp_self() &&
+		   __atomic_load_n(&m->lock, __ATOMIC_RELAXED) != 0;
+
+	/* The kinds glibc checks answer a non-holder EPERM without touching
+	 * m: no mark then (only a holder may set it, "Fair hand-off"). The
+	 * other kinds keep no owner we could check; their caller holds m or
+	 * the wait is undefined, in glibc too. */
+	if (held || (type != PTHREAD_MUTEX_ERRORCHECK && type != PTHREAD_MUTEX_RECURSIVE)) {
+		if (!(__atomic_load_n(&m->starving, __ATOMIC_RELAXED) & WP_STARVING_NOFAIR))
+			__atomic_fetch_or(&m->starving, WP_STARVING_NOFAIR, __ATOMIC_RELAXED);
+	}
+	if (!held)
 		return 0;
 	__atomic_store_n(&m->owner, (uint64_t)(uint32_t)gettid(), __ATOMIC_RELAXED);
 	return 1;
