@@ -47,6 +47,35 @@
  *   2. SINGLE_ISSUER | COOP_TASKRUN | TASKRUN_FLAG    (6.0);
  *   3. COOP_TASKRUN | TASKRUN_FLAG                    (5.19);
  *   4. no flags.
+ * WEFT_FEATURES=NO_URING_DEFER skips mode 1, so a kernel that has
+ * DEFER_TASKRUN runs mode 2: the A/B of where completions are processed,
+ * and the step-down path that older kernels take, testable on new ones
+ * (check_io uring_defer_switch).
+ *
+ * Completion delivery in the two modes, and why none is lost. A socket
+ * receive that has to wait arms a poll in the kernel; the data's arrival
+ * (softirq, on any CPU) queues task work for the worker's OS thread, and
+ * running that task work performs the receive and posts the CQE.
+ *   DEFER_TASKRUN: the task work waits in the ring's own list until the
+ *     owner enters (flush or wait); the kernel sets IORING_SQ_TASKRUN when
+ *     it queues some, which flush_due() reads, and a worker asleep in
+ *     io_uring_enter is woken by the queueing itself.
+ *   COOP_TASKRUN: the task work is run at the thread's next kernel entry of
+ *     any kind - a light thread's direct send or fcntl, or the enter - and
+ *     posts its CQE there; the reaper finds it at its next poll by loading
+ *     the CQ tail (liburing's acquire, pairing with the kernel's release).
+ *     IORING_SQ_TASKRUN is set while such work is queued and cleared when
+ *     it runs, so flush_due() enters only for work no syscall ran.
+ * The race either mode must survive is the worker going to sleep while a
+ * completion is on its way: wft_uring_wait() checks the CQ and then sleeps
+ * in io_uring_enter(GETEVENTS, 1). Task work queued before the enter is
+ * run by the enter before it would sleep (the kernel runs pending task
+ * work and re-checks the CQ inside its wait loop); task work queued after
+ * the task went to sleep wakes it (DEFER: the ring's waitqueue wake when
+ * the pending count reaches the wait's target; COOP: the notify-signal
+ * wake of an interruptible sleeper). In both, the kernel re-checks after
+ * setting the task state, so a queueing between check and sleep wakes it.
+ *
  * Each with SUBMIT_ALL (an SQE that fails to prepare does not stall the rest
  * of the batch; tried without it if rejected), CQSIZE (URING_CQ_ENTRIES) and
  * CLAMP. Any other error (EPERM from io_uring_disabled or seccomp, ENOSYS,
@@ -230,6 +259,9 @@ static int ring_create(struct wft_uring *r)
 	int rc = -EINVAL;
 
 	for (size_t i = 0; i < sizeof(setup_modes) / sizeof(setup_modes[0]); i++) {
+		/* NO_URING_DEFER: start one mode down (see Setup) */
+		if ((setup_modes[i] & IORING_SETUP_DEFER_TASKRUN) && !wft_feat(URING_DEFER))
+			continue;
 		for (int all = 1; all >= 0; all--) {
 			memset(&p, 0, sizeof(p));
 			p.flags = setup_modes[i] | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP |

@@ -1837,6 +1837,139 @@ START_TEST(sq_full_yield)
 }
 END_TEST
 
+/* NO_URING_DEFER (runtime/uring.c, Setup): the rings start one mode
+ * down, COOP_TASKRUN, whose completions run at any kernel entry of the
+ * worker's OS thread instead of only in its enters; older kernels take
+ * this path. Checks that the switch reaches ring setup (when the kernel
+ * takes both modes, the backend names COOP_TASKRUN and not DEFER_TASKRUN,
+ * and the default names DEFER_TASKRUN) and that every completion arrives
+ * in that mode: TCP echo across workers with exact bytes; a read that
+ * waits while its worker sleeps in the ring (the writer sleeps first, so
+ * the completion must wake a sleeping worker); a receive that must time
+ * out (the linked timeout's completion). Every wait is bounded by an I/O
+ * timeout, so a lost completion fails (ETIMEDOUT) instead of hanging.
+ * Before the switch existed weft_init rejected the feature name (EINVAL);
+ * with the switch not reaching setup, the backend check fails. */
+enum { DEFER_ROUNDS = 300, DEFER_TMO_NS = 5000000000ull };
+
+static void *defer_echo_server(void *arg)
+{
+	WT_CHECK(weft_io_set_timeout(DEFER_TMO_NS) == 0);
+	return echo_server_one(arg);
+}
+
+static void *defer_echo_client(void *arg)
+{
+	WT_CHECK(weft_io_set_timeout(DEFER_TMO_NS) == 0);
+	return echo_client(arg);
+}
+
+static void *defer_sleepy_reader(void *arg)
+{
+	int *p = arg;
+	char buf[FB_BYTES];
+	bool same = true;
+
+	WT_CHECK(weft_io_set_timeout(DEFER_TMO_NS) == 0);
+	WT_CHECK(read_all(p[0], buf, sizeof(buf)));
+	for (int i = 0; i < FB_BYTES; i++)
+		same &= buf[i] == (char)(i * 7 + 3);
+	WT_CHECK(same);
+	return NULL;
+}
+
+static void *defer_timeout(void *arg)
+{
+	int *sv = arg;
+	char c;
+	weft_time_t t0 = weft_now_ns();
+
+	WT_CHECK(weft_io_set_timeout(20000000ull) == 0);   /* 20 ms */
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == -1 && weft_errno() == ETIMEDOUT);
+	WT_CHECK(weft_now_ns() - t0 >= 20000000ull);
+	WT_CHECK(weft_io_set_timeout(DEFER_TMO_NS) == 0);
+	WT_CHECK(weft_io_send(sv[1], "k", 1, 0) == 1);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == 1 && c == 'k');
+	return NULL;
+}
+
+static void defer_round(int cfg, bool defer)
+{
+	char feats[256], desc[256];
+	struct tcp_ctx c = { .rounds = DEFER_ROUNDS };
+	weft_thread_t s, cl, rd, wr;
+	int p[2], uring;
+
+	const char *env = getenv("WEFT_FEATURES");
+	const char *base = env ? env : wt_features;
+	char saved[256];
+
+	snprintf(feats, sizeof(feats), "%s%s%s", base ? base : "", base && *base ? "," : "",
+		 defer ? "URING_DEFER" : "NO_URING_DEFER");
+	if (env) {
+		/* the environment replaces cfg.features (init.c): extend it */
+		snprintf(saved, sizeof(saved), "%s", env);
+		setenv("WEFT_FEATURES", feats, 1);
+	}
+	{
+		weft_config_t cfgs = WEFT_CONFIG_INITIALIZER;
+
+		cfgs.workers = wt_configs[cfg].workers;
+		cfgs.pin = wt_configs[cfg].pin;
+		cfgs.features = feats;
+		ck_assert_int_eq(weft_init(&cfgs), 0);
+	}
+	if (env)
+		setenv("WEFT_FEATURES", saved, 1);
+	ck_assert_int_eq(weft_feature("URING_DEFER"), defer);
+	join(spawn_on(0, backend_probe, desc));
+	uring = backend_result;
+	printf("uring_defer_switch %s: %s\n", feats, desc);
+	if (uring_expected() && !WT_ON_VALGRIND() &&
+	    uring_probe(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+			IORING_SETUP_TASKRUN_FLAG)) {
+		ck_assert_msg(uring == 1, "io_uring works here but the backend is: %s", desc);
+		if (defer)
+			ck_assert_msg(strstr(desc, "DEFER_TASKRUN"), "default ring lacks DEFER_TASKRUN: %s", desc);
+		else
+			ck_assert_msg(!strstr(desc, "DEFER_TASKRUN") && strstr(desc, "COOP_TASKRUN"),
+				      "NO_URING_DEFER ring is not COOP_TASKRUN: %s", desc);
+	}
+	/* echo across workers */
+	c.lfd = listen_loopback(&c.sa, 16);
+	s = spawn_on(0, defer_echo_server, &c);
+	cl = spawn_on(1, defer_echo_client, &c);
+	join(cl);
+	join(s);
+	close(c.lfd);
+	/* a read whose completion wakes a sleeping worker */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	rd = spawn_on(0, defer_sleepy_reader, p);
+	wr = spawn_on(1, fb_writer, (void *)(intptr_t)p[1]);
+	join(wr);
+	join(rd);
+	close(p[0]);
+	close(p[1]);
+	/* linked timeout, then traffic on the same socket */
+	run_on_socketpair(defer_timeout);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+
+START_TEST(uring_defer_switch)
+{
+	const char *env = getenv("WEFT_FEATURES");
+
+	/* WEFT_FEATURES overrides the config's features */
+	if (env && strstr(env, "URING_DEFER")) {
+		wt_skip("io/uring_defer_switch: WEFT_FEATURES sets URING_DEFER itself");
+		return;
+	}
+	defer_round(_i, false);
+	defer_round(_i, true);
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -1868,6 +2001,7 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, timeout_cancel_race, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, hinted_timeouts, 0, wt_nconfigs);
 	tcase_add_test(tc, sq_full_yield);
+	tcase_add_loop_test(tc, uring_defer_switch, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
