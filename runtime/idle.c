@@ -408,12 +408,15 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 static int kick_now(struct wft_worker *w, uint32_t s);
 static int kick_take(void);
 
-/* Workers running or about to run. seq_cst: the load half of the
- * hand-over pair (above). */
+/* CPUs taken: workers running or about to run, plus the caller if it is
+ * a plain OS thread (it runs on a CPU too, outside the runtime's counts:
+ * sembench's poster). seq_cst: the load half of the hand-over pair
+ * (above). */
 static inline int cpu_demand(void)
 {
 	return wft_rt.nworkers - atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) +
-	       atomic_load_explicit(&wft_rt.nkicked, memory_order_seq_cst);
+	       atomic_load_explicit(&wft_rt.nkicked, memory_order_seq_cst) +
+	       (wft_worker_self() == NULL);
 }
 
 /* May w's kick wait for a CPU? w was seen SLEEPING (seq_cst load). */
@@ -1053,20 +1056,44 @@ void wft_idle_kick_defer(struct wft_worker *w)
 				 memory_order_seq_cst);
 }
 
-/* Take one pending bit, or -1. */
+/* Where the next take starts looking (KICK_GATE: round robin). relaxed:
+ * a hint; two takers that read the same value compete for the same bit,
+ * and the CAS below elects one. */
+static _Atomic unsigned take_from;
+
+/* Take one pending bit, or -1. With KICK_GATE the search starts after
+ * the last bit taken, so that pending workers are handed CPUs in turn
+ * (the lowest ids first would take every hand-over while the others wait
+ * for their tick); otherwise from bit 0. */
 static int kick_take(void)
 {
-	for (int i = 0; i < (wft_rt.nworkers + 63) / 64; i++) {
+	int nw = (wft_rt.nworkers + 63) / 64;
+	unsigned from = 0;
+
+	if (wft_feat(KICK_GATE))
+		from = atomic_load_explicit(&take_from, memory_order_relaxed) %
+		       (unsigned)wft_rt.nworkers;
+	/* nw + 1 words: the first word is looked at twice, from `from` up,
+	 * then (at the end of the round) below it */
+	for (int k = 0; k <= nw; k++) {
+		int i = (int)((from / 64 + (unsigned)k) % (unsigned)nw);
+		/* bits of word i still to look at in this round */
+		uint64_t want = k == 0 ? ~0ull << (from % 64) :
+				k == nw ? ~(~0ull << (from % 64)) : ~0ull;
 		/* seq_cst: the load half of the chain pattern */
 		uint64_t m = atomic_load_explicit(&wft_rt.kick_pending[i], memory_order_seq_cst);
 
-		while (m) {
-			int b = __builtin_ctzll(m);
+		while (m & want) {
+			int b = __builtin_ctzll(m & want);
 
 			/* seq_cst: as the load; exactly one taker wins a bit */
 			if (atomic_compare_exchange_weak_explicit(&wft_rt.kick_pending[i], &m,
-					m & ~(1ull << b), memory_order_seq_cst, memory_order_seq_cst))
+					m & ~(1ull << b), memory_order_seq_cst, memory_order_seq_cst)) {
+				if (wft_feat(KICK_GATE))
+					atomic_store_explicit(&take_from, (unsigned)(i * 64 + b + 1),
+							      memory_order_relaxed);
 				return i * 64 + b;
+			}
 		}
 	}
 	return -1;
