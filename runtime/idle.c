@@ -3,7 +3,8 @@
  * spin briefly, then park in the kernel without losing a wakeup.
  *
  * What it owns: w->sleep (the futex word), the global idle mask and the
- * spinning/idle counts, and the kick.
+ * spinning/idle/kicked counts, each worker's published park deadline
+ * (w->park_until), the kick, the kick chain and the kick gate (below).
  *
  * States of w->sleep (bit by bit it is a small enum):
  *   AWAKE    - running or looking for work; wakers need not do anything.
