@@ -231,6 +231,13 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 
 enum { MAIL_NONE, MAIL_WATCHING, MAIL_TAKEN };
 
+/* The kick gate applies (see "Kick gate" below): KICK_GATE on and more
+ * workers than CPUs. Both are fixed while the runtime runs. */
+static inline bool gate_on(void)
+{
+	return wft_feat(KICK_GATE) && wft_rt.nworkers > wft_rt.ncpu;
+}
+
 /* Take v's mailbox; w keeps the unpinned threads. Returns how many.
  * With NO_MAILBOX, remote wakes are inserted into v's private list under
  * its lock instead, and the rescue takes the unpinned threads from there
@@ -281,13 +288,12 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 		w->mw_victim = NULL;
 		return MAIL_NONE;
 	}
-	/* KICK_GATE: mail of a victim that sleeps or is being kicked is not
+	/* Kick gate: mail of a victim that sleeps or is being kicked is not
 	 * stuck behind a running thread: its kick was made, is pending, or
 	 * its park ends within the tick ("Kick gate"). Oversubscribed, the
 	 * gate leaves such mail on purpose; watching it would wake this
 	 * worker every MAIL_LOOK_AGAIN_NS for nothing. relaxed: a hint. */
-	if (wft_feat(KICK_GATE) &&
-	    atomic_load_explicit(&v->sleep, memory_order_relaxed) != WFT_W_AWAKE) {
+	if (gate_on() && atomic_load_explicit(&v->sleep, memory_order_relaxed) != WFT_W_AWAKE) {
 		w->mw_victim = NULL;
 		return MAIL_NONE;
 	}
@@ -425,7 +431,7 @@ static bool gate_defer(struct wft_worker *w)
 {
 	weft_time_t until;
 
-	if (!wft_feat(KICK_GATE) || wft_rt.nworkers <= wft_rt.ncpu || cpu_demand() < wft_rt.ncpu)
+	if (!gate_on() || cpu_demand() < wft_rt.ncpu)
 		return false;
 	/* relaxed: ordered by the caller's seq_cst load of SLEEPING (above) */
 	until = atomic_load_explicit(&w->park_until, memory_order_relaxed);
@@ -458,7 +464,7 @@ static void gate_hand_over(struct wft_worker *w)
 {
 	int b;
 
-	if (!wft_feat(KICK_GATE) || wft_rt.nworkers <= wft_rt.ncpu)
+	if (!gate_on())
 		return;
 	while ((b = kick_take()) >= 0) {
 		struct wft_worker *v = wft_rt.workers[b];
@@ -800,11 +806,11 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 		weft_time_t now = wft_now();
 
 		again = now + MAIL_LOOK_AGAIN_NS;
-		/* KICK_GATE: one look when the watch can decide (mw_seen +
+		/* Kick gate: one look when the watch can decide (mw_seen +
 		 * MAIL_STUCK_NS), not every MAIL_LOOK_AGAIN_NS: a victim that
 		 * switches meanwhile restarts the watch anyway, and the rescue
 		 * comes as early as before */
-		if (wft_feat(KICK_GATE) && w->mw_seen + MAIL_STUCK_NS > again)
+		if (gate_on() && w->mw_seen + MAIL_STUCK_NS > again)
 			again = w->mw_seen + MAIL_STUCK_NS;
 	} else if (wft_feat(STEAL)) {
 		/* seq_cst, both: count ourselves deep first, then look
@@ -1057,12 +1063,12 @@ void wft_idle_kick_defer(struct wft_worker *w)
 				 memory_order_seq_cst);
 }
 
-/* Where the next take starts looking (KICK_GATE: round robin). relaxed:
+/* Where the next take starts looking (the gate on: round robin). relaxed:
  * a hint; two takers that read the same value compete for the same bit,
  * and the CAS below elects one. */
 static _Atomic unsigned take_from;
 
-/* Take one pending bit, or -1. With KICK_GATE the search starts after
+/* Take one pending bit, or -1. With the gate on the search starts after
  * the last bit taken, so that pending workers are handed CPUs in turn
  * (the lowest ids first would take every hand-over while the others wait
  * for their tick); otherwise from bit 0. */
@@ -1071,7 +1077,7 @@ static int kick_take(void)
 	int nw = (wft_rt.nworkers + 63) / 64;
 	unsigned from = 0;
 
-	if (wft_feat(KICK_GATE))
+	if (gate_on())
 		from = atomic_load_explicit(&take_from, memory_order_relaxed) %
 		       (unsigned)wft_rt.nworkers;
 	/* nw + 1 words: the first word is looked at twice, from `from` up,
@@ -1090,7 +1096,7 @@ static int kick_take(void)
 			/* seq_cst: as the load; exactly one taker wins a bit */
 			if (atomic_compare_exchange_weak_explicit(&wft_rt.kick_pending[i], &m,
 					m & ~(1ull << b), memory_order_seq_cst, memory_order_seq_cst)) {
-				if (wft_feat(KICK_GATE))
+				if (gate_on())
 					atomic_store_explicit(&take_from, (unsigned)(i * 64 + b + 1),
 							      memory_order_relaxed);
 				return i * 64 + b;
