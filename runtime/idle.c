@@ -3,7 +3,8 @@
  * spin briefly, then park in the kernel without losing a wakeup.
  *
  * What it owns: w->sleep (the futex word), the global idle mask and the
- * spinning/idle counts, and the kick.
+ * spinning/idle/kicked counts, each worker's published park deadline
+ * (w->park_until), the kick, the kick chain and the kick gate (below).
  *
  * States of w->sleep (bit by bit it is a small enum):
  *   AWAKE    - running or looking for work; wakers need not do anything.
@@ -230,6 +231,13 @@ static struct weft_thread *try_steal(struct wft_worker *w)
 
 enum { MAIL_NONE, MAIL_WATCHING, MAIL_TAKEN };
 
+/* The kick gate applies (see "Kick gate" below): KICK_GATE on and more
+ * workers than CPUs. Both are fixed while the runtime runs. */
+static inline bool gate_on(void)
+{
+	return wft_feat(KICK_GATE) && wft_rt.nworkers > wft_rt.ncpu;
+}
+
 /* Take v's mailbox; w keeps the unpinned threads. Returns how many.
  * With NO_MAILBOX, remote wakes are inserted into v's private list under
  * its lock instead, and the rescue takes the unpinned threads from there
@@ -277,6 +285,15 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 	/* relaxed npriv: a hint; the rescue itself reads under v's lock */
 	if (wft_feat(MAILBOX) ? wft_mailbox_empty(&v->mailbox)
 			      : atomic_load_explicit(&v->rq.npriv, memory_order_relaxed) == 0) {
+		w->mw_victim = NULL;
+		return MAIL_NONE;
+	}
+	/* Kick gate: mail of a victim that sleeps or is being kicked is not
+	 * stuck behind a running thread: its kick was made, is pending, or
+	 * its park ends within the tick ("Kick gate"). Oversubscribed, the
+	 * gate leaves such mail on purpose; watching it would wake this
+	 * worker every MAIL_LOOK_AGAIN_NS for nothing. relaxed: a hint. */
+	if (gate_on() && atomic_load_explicit(&v->sleep, memory_order_relaxed) != WFT_W_AWAKE) {
 		w->mw_victim = NULL;
 		return MAIL_NONE;
 	}
@@ -333,6 +350,133 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  * turn. Two makes a tree: 64 pinned targets are all awake after 6
  * rounds of wake latency, against 63 for a chain of one. */
 #define KICK_CHAIN_FANOUT 2
+
+/*
+ * Kick gate (KICK_GATE). Oversubscribed (more workers than CPUs), a kick
+ * does not always buy a CPU: when as many workers run (or have been
+ * kicked and will run) as there are CPUs, the kicked worker only waits
+ * in the kernel's run queue, and every kick of a burst adds one more OS
+ * thread to share two CPUs with (sembench with 16 pinned workers on 2
+ * CPUs: 70-90 kicks per 1,000 wakes, nearly every park woken again for
+ * a handful of threads). Go does not start an M without an idle P
+ * (wakep); our P is a CPU. So a waker that finds its target SLEEPING
+ * with no CPU free leaves the kick pending (the Kick chain's bit) when
+ * the target's park is bounded by the idle tick, and the next worker
+ * that parks hands its CPU to one pending worker just before it sleeps.
+ * A target that comes later gets its mail with more of it, in one wake.
+ *
+ * Demand: nworkers - nidle (awake: running or looking) + nkicked (kicked,
+ * not yet awake). nkicked is counted by the kicker that wins SLEEPING ->
+ * KICKED and uncounted by the worker whose AWAKE exchange returns KICKED
+ * (a forced kick counts itself the same way).
+ *
+ * Why no wakeup is lost. A kick is left pending only if the target's
+ * current park ends by park_until <= now + KICK_GATE_WAIT_NS: the worker
+ * stores park_until (relaxed) after its SLEEPING exchange and clears it
+ * before its AWAKE exchange, and the waker reads it after a seq_cst load
+ * that saw SLEEPING, which synchronises with that exchange: so it reads 0
+ * (kick now) or the deadline of the park it saw, or of a later one (then
+ * the worker has stored AWAKE after our load and its next re-check sees
+ * the mail, "Park"). A park with no such deadline (deep, a far timer, no
+ * STEAL) is always kicked. The worker wakes by its deadline, and its
+ * scheduler loop drains the mailbox first. So the gate delays a wakee by
+ * at most KICK_GATE_WAIT_NS; it cannot lose one. The pending bit is for
+ * promptness, and the Kick chain's argument covers it: a bit stays until
+ * a chain step takes it, and the target's own wake (by its deadline) runs
+ * one.
+ * Promptness (hand-over), a Dekker pair:
+ *
+ *   waker (gated)                        parker
+ *   -----------------------------------  ---------------------------------
+ *   fetch_or pending bit     (seq_cst)    nidle++ (idle_set)      (seq_cst)
+ *   load nidle, nkicked      (seq_cst)    load pending (kick_take) (seq_cst)
+ *   demand < ncpu? take a bit, kick it    a bit? kick that worker
+ *
+ * Either the waker sees the parker's nidle++ (a CPU is free: it kicks a
+ * pending worker itself), or the parker sees the bit and kicks it,
+ * because both store then load with seq_cst operations. If demand stays
+ * at ncpu because every awake worker computes without parking, the
+ * target wakes by its deadline (above).
+ * Interleavings considered: two gated wakers of one target (one bit, set
+ * twice; a taker kicks once, the CAS elects one); a gated target that
+ * wakes by its deadline (its bit is taken later by someone: its sleep
+ * word is AWAKE, no syscall, the step takes another bit); a parker that
+ * cancels its park after idle_set (the waker may have seen the transient
+ * free CPU and kicked: an extra kick, never a missing one); a forced kick
+ * at shutdown (ungated).
+ * Cost: one load of the shared nidle/nkicked lines and one clock read per
+ * gated decision, one RMW on the pending word per deferred kick and per
+ * take; only while oversubscribed, never a scan.
+ * With no more workers than CPUs a SLEEPING target means a free CPU, and
+ * the gate never applies.
+ */
+#define KICK_GATE_WAIT_NS IDLE_TICK_NS
+
+static int kick_now(struct wft_worker *w, uint32_t s);
+static int kick_take(void);
+
+/* CPUs taken: workers running or about to run, plus the caller if it is
+ * a plain OS thread (it runs on a CPU too, outside the runtime's counts:
+ * sembench's poster). seq_cst: the load half of the hand-over pair
+ * (above). */
+static inline int cpu_demand(void)
+{
+	return wft_rt.nworkers - atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) +
+	       atomic_load_explicit(&wft_rt.nkicked, memory_order_seq_cst) +
+	       (wft_worker_self() == NULL);
+}
+
+/* May w's kick wait for a CPU? w was seen SLEEPING (seq_cst load). */
+static bool gate_defer(struct wft_worker *w)
+{
+	weft_time_t until;
+
+	if (!gate_on() || cpu_demand() < wft_rt.ncpu)
+		return false;
+	/* relaxed: ordered by the caller's seq_cst load of SLEEPING (above) */
+	until = atomic_load_explicit(&w->park_until, memory_order_relaxed);
+	return until && until <= wft_now() + KICK_GATE_WAIT_NS;
+}
+
+/* Leave w's kick pending; if a CPU freed meanwhile, kick one pending
+ * worker ourselves (the waker's half of the hand-over). */
+static int gate_leave(struct wft_worker *w)
+{
+	int b;
+
+	wft_idle_kick_defer(w);   /* seq_cst: the store half */
+	if (cpu_demand() >= wft_rt.ncpu)
+		return WFT_KICK_UNDERWAY;
+	if ((b = kick_take()) >= 0) {
+		struct wft_worker *v = wft_rt.workers[b];
+
+		/* seq_cst: as in wft_idle_kick_r */
+		return kick_now(v, atomic_load_explicit(&v->sleep, memory_order_seq_cst)) ==
+		       WFT_KICK_SENT && v == w ? WFT_KICK_SENT : WFT_KICK_UNDERWAY;
+	}
+	return WFT_KICK_UNDERWAY;
+}
+
+/* The parker's half of the hand-over: w is about to sleep (its idle_set
+ * done); give its CPU to one pending worker, ungated. Skips bits of
+ * workers that turn out awake. Context: w's owner. */
+static void gate_hand_over(struct wft_worker *w)
+{
+	int b;
+
+	if (!gate_on())
+		return;
+	while ((b = kick_take()) >= 0) {
+		struct wft_worker *v = wft_rt.workers[b];
+		/* seq_cst: as in wft_idle_kick_r */
+		int r = kick_now(v, atomic_load_explicit(&v->sleep, memory_order_seq_cst));
+
+		if (r == WFT_KICK_SENT)
+			wft_stat_inc(w, chain_kicks);
+		if (r != WFT_KICK_AWAKE)
+			return;
+	}
+}
 
 
 static void idle_set(struct wft_worker *w)
@@ -659,7 +803,15 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 	if (look_again) {
 		again = wft_now() + NEXT_LOOK_AGAIN_NS;
 	} else if (watch_mail) {
-		again = wft_now() + MAIL_LOOK_AGAIN_NS;
+		weft_time_t now = wft_now();
+
+		again = now + MAIL_LOOK_AGAIN_NS;
+		/* Kick gate: one look when the watch can decide (mw_seen +
+		 * MAIL_STUCK_NS), not every MAIL_LOOK_AGAIN_NS: a victim that
+		 * switches meanwhile restarts the watch anyway, and the rescue
+		 * comes as early as before */
+		if (gate_on() && w->mw_seen + MAIL_STUCK_NS > again)
+			again = w->mw_seen + MAIL_STUCK_NS;
 	} else if (wft_feat(STEAL)) {
 		/* seq_cst, both: count ourselves deep first, then look
 		 * whether anyone is awake; a worker that wakes up does
@@ -769,10 +921,16 @@ static void idle_park(struct wft_worker *w)
 	if (!deadline)
 		goto cancel;
 	wft_stat_inc(w, parks);
+	/* relaxed: read by gated wakers after their seq_cst load of our
+	 * SLEEPING ("Kick gate"); only a bounded park may be left waiting */
+	atomic_store_explicit(&w->park_until, deadline, memory_order_relaxed);
+	gate_hand_over(w);
 	if (w->ring)
 		wft_uring_wait(w, deadline);
 	else
 		wft_futex_wait(&w->sleep, WFT_W_SLEEPING, deadline);
+	/* relaxed: before our AWAKE exchange below ("Kick gate") */
+	atomic_store_explicit(&w->park_until, 0, memory_order_relaxed);
 	if (deep) {
 		/* relaxed: a hint (see wft_idle_wake_deep) */
 		atomic_store_explicit(&w->deep, false, memory_order_relaxed);
@@ -786,8 +944,11 @@ cancel:
 	 * chain step's load coming after it). A late kicker's CAS fails
 	 * harmlessly. A kick is news of work: the next idle round may spin
 	 * again. */
-	if (atomic_exchange_explicit(&w->sleep, WFT_W_AWAKE, memory_order_seq_cst) == WFT_W_KICKED)
+	if (atomic_exchange_explicit(&w->sleep, WFT_W_AWAKE, memory_order_seq_cst) == WFT_W_KICKED) {
 		w->tick_parked = false;
+		/* relaxed: the kicker's count ("Kick gate") */
+		atomic_fetch_sub_explicit(&wft_rt.nkicked, 1, memory_order_relaxed);
+	}
 	idle_clear(w);
 	wft_idle_kick_chain(w, KICK_CHAIN_FANOUT);
 }
@@ -818,16 +979,14 @@ void wft_idle_run(struct wft_worker *w)
 	idle_park(w);
 }
 
-int wft_idle_kick_r(struct wft_worker *w)
+/* The kick proper: elect one kicker (SLEEPING -> KICKED) and make the
+ * wake syscall. s: w->sleep as just read (seq_cst) by the caller. */
+static int kick_now(struct wft_worker *w, uint32_t s)
 {
-	uint32_t s = WFT_W_SLEEPING;
-
-	/* seq_cst: the load half of the waker's side of the Park pattern */
-	s = atomic_load_explicit(&w->sleep, memory_order_seq_cst);
 	if (s != WFT_W_SLEEPING)
 		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;
 	/* seq_cst on success: the CAS elects one kicker. The chain argument
-	 * ("Kick chain") rests on the seq_cst load above: it read SLEEPING,
+	 * ("Kick chain") rests on the caller's seq_cst load: it read SLEEPING,
 	 * so it precedes the worker's AWAKE exchange in the total order, and
 	 * an UNDERWAY reported by a failed CAS (relaxed: a value to report
 	 * only) was seen after that load. seq_cst on the CAS is not needed by
@@ -835,12 +994,25 @@ int wft_idle_kick_r(struct wft_worker *w)
 	if (!atomic_compare_exchange_strong_explicit(&w->sleep, &s, WFT_W_KICKED,
 			memory_order_seq_cst, memory_order_relaxed))
 		return s == WFT_W_AWAKE ? WFT_KICK_AWAKE : WFT_KICK_UNDERWAY;
+	/* relaxed: a count for the Kick gate's demand, a hint (see there);
+	 * undone by w when its AWAKE exchange returns KICKED */
+	atomic_fetch_add_explicit(&wft_rt.nkicked, 1, memory_order_relaxed);
 	wft_stat_inc_any(wft_worker_self(), kicks);
 	if (w->ring)
 		wft_uring_kick(w);
 	else
 		wft_futex_wake(&w->sleep, 1);
 	return WFT_KICK_SENT;
+}
+
+int wft_idle_kick_r(struct wft_worker *w)
+{
+	/* seq_cst: the load half of the waker's side of the Park pattern */
+	uint32_t s = atomic_load_explicit(&w->sleep, memory_order_seq_cst);
+
+	if (s == WFT_W_SLEEPING && gate_defer(w))
+		return gate_leave(w);
+	return kick_now(w, s);
 }
 
 void wft_idle_kick(struct wft_worker *w)
@@ -891,20 +1063,44 @@ void wft_idle_kick_defer(struct wft_worker *w)
 				 memory_order_seq_cst);
 }
 
-/* Take one pending bit, or -1. */
+/* Where the next take starts looking (the gate on: round robin). relaxed:
+ * a hint; two takers that read the same value compete for the same bit,
+ * and the CAS below elects one. */
+static _Atomic unsigned take_from;
+
+/* Take one pending bit, or -1. With the gate on the search starts after
+ * the last bit taken, so that pending workers are handed CPUs in turn
+ * (the lowest ids first would take every hand-over while the others wait
+ * for their tick); otherwise from bit 0. */
 static int kick_take(void)
 {
-	for (int i = 0; i < (wft_rt.nworkers + 63) / 64; i++) {
+	int nw = (wft_rt.nworkers + 63) / 64;
+	unsigned from = 0;
+
+	if (gate_on())
+		from = atomic_load_explicit(&take_from, memory_order_relaxed) %
+		       (unsigned)wft_rt.nworkers;
+	/* nw + 1 words: the first word is looked at twice, from `from` up,
+	 * then (at the end of the round) below it */
+	for (int k = 0; k <= nw; k++) {
+		int i = (int)((from / 64 + (unsigned)k) % (unsigned)nw);
+		/* bits of word i still to look at in this round */
+		uint64_t want = k == 0 ? ~0ull << (from % 64) :
+				k == nw ? ~(~0ull << (from % 64)) : ~0ull;
 		/* seq_cst: the load half of the chain pattern */
 		uint64_t m = atomic_load_explicit(&wft_rt.kick_pending[i], memory_order_seq_cst);
 
-		while (m) {
-			int b = __builtin_ctzll(m);
+		while (m & want) {
+			int b = __builtin_ctzll(m & want);
 
 			/* seq_cst: as the load; exactly one taker wins a bit */
 			if (atomic_compare_exchange_weak_explicit(&wft_rt.kick_pending[i], &m,
-					m & ~(1ull << b), memory_order_seq_cst, memory_order_seq_cst))
+					m & ~(1ull << b), memory_order_seq_cst, memory_order_seq_cst)) {
+				if (gate_on())
+					atomic_store_explicit(&take_from, (unsigned)(i * 64 + b + 1),
+							      memory_order_relaxed);
 				return i * 64 + b;
+			}
 		}
 	}
 	return -1;
@@ -944,8 +1140,11 @@ void wft_idle_kick_peers(struct wft_worker *self)
 
 void wft_idle_kick_force(struct wft_worker *w)
 {
-	/* seq_cst: stop/shutdown path; must not be lost either */
-	atomic_store_explicit(&w->sleep, WFT_W_KICKED, memory_order_seq_cst);
+	/* seq_cst: stop/shutdown path; must not be lost either. An exchange,
+	 * so that a SLEEPING worker is counted as kicked like any other
+	 * ("Kick gate": it uncounts itself when it reads KICKED) */
+	if (atomic_exchange_explicit(&w->sleep, WFT_W_KICKED, memory_order_seq_cst) == WFT_W_SLEEPING)
+		atomic_fetch_add_explicit(&wft_rt.nkicked, 1, memory_order_relaxed);
 	if (w->ring)
 		wft_uring_kick(w);
 	wft_futex_wake(&w->sleep, 1);

@@ -33,6 +33,8 @@ struct wft_runtime {
 	_Atomic int nidle;                /* workers that announced idle (parked or parking) */
 	_Atomic int ndeep;                /* idle workers parking without the idle tick
 	                                   * (idle.c "Idle tick") */
+	_Atomic int nkicked;              /* workers kicked that have not stored AWAKE yet
+	                                   * (idle.c "Kick gate") */
 	_Atomic uint64_t idle_mask[WEFT_WORKERS_MAX / 64]; /* bit i: worker i parked */
 	/* bit i: worker i has mail and its kick is left to the kick chain
 	 * (idle.c "Kick chain"); its own line, written by wakers */

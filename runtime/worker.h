@@ -75,6 +75,9 @@ struct wft_worker {
 	uint64_t nx_switches;
 	weft_time_t nx_seen;
 	bool tick_parked;                 /* the last park's deadline was the idle tick */
+	_Atomic weft_time_t park_until;   /* the current park's deadline, 0 while awake or
+	                                   * not yet known (idle.c "Kick gate"); written
+	                                   * by the owner, read by wakers */
 	uint64_t idle_switches;           /* stats.switches when the idle period began */
 	weft_time_t idle_since;           /* start of the current idle period (cache trim) */
 	bool idle_trimmed;                /* the current idle period's trim was done */

@@ -636,6 +636,110 @@ START_TEST(stranded_yielder)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Kick gate (runtime/idle.c "Kick gate"): oversubscribed, a wake may leave
+ * a sleeping worker's kick pending while no CPU is free, but only when the
+ * worker's park ends within the idle tick. Here the process has one CPU
+ * and four workers. Every worker parks deep (all idle), then G, pinned to
+ * worker 0, computes for GATE_COMPUTE_NS: demand (worker 0, plus the
+ * posting OS thread) is at the CPU count. The main thread posts X, pinned
+ * to worker 3, whose park has no deadline: it must be kicked at once. A
+ * gate that left it pending would leave X until G stops and worker 0
+ * parks and hands over (the whole computation); with the bound, X runs in
+ * about a wake. Then a second post while worker 3 parked with the tick
+ * (worker 0 awake): the gate may wait for the tick, so X runs within
+ * about 1 ms plus the CPU share. */
+
+#define GATE_ROUNDS 4
+#define GATE_COMPUTE_NS 150000000ull
+#define GATE_BOUND_NS 40000000ull
+
+static weft_sem_t gate_sem;
+static _Atomic int gate_woken;
+static _Atomic uint64_t gate_woke_at;
+
+static void *gate_x(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		WT_CHECK(weft_sem_wait(&gate_sem) == 0);
+		atomic_store(&gate_woke_at, weft_now_ns());
+		if (atomic_fetch_add(&gate_woken, 1) + 1 == 2 * GATE_ROUNDS)
+			return NULL;
+	}
+}
+
+static void *gate_compute(void *arg)
+{
+	(void)arg;
+	compute_until(weft_now_ns() + GATE_COMPUTE_NS);
+	return NULL;
+}
+
+/* Post X's semaphore and return how long X took to run (ns); waits up
+ * to 2 s for it (a lost wakeup fails here). */
+static uint64_t gate_post(void)
+{
+	int before = atomic_load(&gate_woken);
+	uint64_t p = weft_now_ns();
+
+	ck_assert_int_eq(weft_sem_post(&gate_sem), 0);
+	while (atomic_load(&gate_woken) == before && weft_now_ns() - p < 2000000000ull)
+		sleep_ms(0);
+	ck_assert_msg(atomic_load(&gate_woken) > before, "X not woken within 2 s of the post");
+	return atomic_load(&gate_woke_at) - p;
+}
+
+START_TEST(kick_gate_bounded)
+{
+	cpu_set_t old, one;
+	weft_attr_t a;
+	weft_thread_t x, g;
+	uint64_t deep_max = 0, tick_max = 0, d;
+	int cpu = -1;
+
+	if (!needs("kick_gate_bounded", "KICK_GATE,STEAL"))
+		return;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
+	for (int i = 0; i < CPU_SETSIZE && cpu < 0; i++)
+		if (CPU_ISSET(i, &old))
+			cpu = i;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	atomic_store(&gate_woken, 0);
+	wt_init_features(4, "NO_DRAIN");
+	ck_assert_int_eq(weft_sem_init(&gate_sem, 0), 0);
+	weft_attr_init(&a);
+	a.worker = 3;
+	ck_assert_int_eq(weft_spawn(&x, gate_x, NULL, &a), 0);
+	for (int r = 0; r < GATE_ROUNDS; r++) {
+		/* all idle long enough to park deep (no tick) */
+		sleep_ms(30);
+		a.worker = 0;
+		ck_assert_int_eq(weft_spawn(&g, gate_compute, NULL, &a), 0);
+		sleep_ms(5);
+		d = gate_post();   /* worker 3 parked deep */
+		deep_max = d > deep_max ? d : deep_max;
+		sleep_ms(5);             /* worker 3 parks again, with the tick */
+		d = gate_post();
+		tick_max = d > tick_max ? d : tick_max;
+		ck_assert_int_eq(weft_join(g, NULL), 0);
+	}
+	ck_assert_int_eq(weft_join(x, NULL), 0);
+	weft_sem_destroy(&gate_sem);
+	wt_assert_no_failure();
+	wt_shutdown();
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
+	printf("kick gate: deep park woken in %.2f ms, tick park in %.2f ms (worst of %d)\n",
+	       (double)deep_max / 1e6, (double)tick_max / 1e6, GATE_ROUNDS);
+	ck_assert_msg(deep_max < GATE_BOUND_NS, "a deep-parked worker's wakee waited %.1f ms",
+		      (double)deep_max / 1e6);
+	ck_assert_msg(tick_max < GATE_BOUND_NS, "a tick-parked worker's wakee waited %.1f ms",
+		      (double)tick_max / 1e6);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("wake");
@@ -650,5 +754,6 @@ int main(void)
 	tcase_add_test(tc, stranded_spawned_child);
 	tcase_add_test(tc, stranded_wakee_mailbox);
 	tcase_add_test(tc, stranded_yielder);
+	tcase_add_test(tc, kick_gate_bounded);
 	return wt_run_suite(s);
 }
