@@ -647,7 +647,7 @@ START_TEST(test_mutex_handoff_glibc_cond)
 	unsigned *word = (unsigned *)&gc.m;
 
 	if (!preload_on()) {
-		printf("mutex_handoff_glibc_cond: skipped, WEFT_PRELOAD=off (no hand-off)\n");
+		pl_skip("mutex_handoff_glibc_cond", "WEFT_PRELOAD=off (no hand-off)");
 		return;
 	}
 	memset(&gc, 0, sizeof gc);
@@ -2064,7 +2064,7 @@ START_TEST(test_fork)
 	 * threads after a fork deadlocks in the sanitizer's own allocator lock
 	 * now and then, with no weft code involved (a 20-line program of plain
 	 * fork and pthread_create hangs 6 times in 30 under -fsanitize=address) */
-	fprintf(stderr, "SKIP test_fork: ASan's allocator is not fork-safe\n");
+	pl_skip("fork", "ASan's allocator is not fork-safe");
 	return;
 #endif
 	pthread_spin_init(&fk_spin, 0);
