@@ -408,21 +408,23 @@ int wp_mutex_unlock(struct wp_mutex *m)
  *   field at offset 8 with the caller's kernel tid and answers EPERM when
  *   they differ (the wait then returns EPERM at once); its unlock of every
  *   kind stores 0 there (32 bits), and its relock stores the tid there
- *   (and RECURSIVE's count 1 at offset 4, as ours). Ours holds the thread
- *   pointer (64 bits, the same in a fork child), so for the span of
+ *   (and RECURSIVE's count 1 at offset 4, as ours). Ours holds wp_self()
+ *   (64 bits, the same in a fork child), so for the span of
  *   glibc's wait the holder stores its tid, zero-extended, instead: glibc
  *   sees its own format, its unlock leaves 0 in all 64 bits (it does not
  *   touch offset 12 in a wait), and a later holder of ours stores and
  *   clears all 64 bits, so glibc's relock leaves exactly the tid. After
  *   the wait (returned, failed, or cancelled: then glibc relocked the
- *   mutex before our cleanup runs) the holder puts its thread pointer
- *   back. A caller that does not hold m is left alone, and glibc answers
- *   EPERM for the kinds that check, as it would for its own mutex. A tid
- *   is never a thread pointer (a tid is below 2^22, a thread pointer is
- *   an address in the upper part of the user address space), so no other
- *   thread of ours mistakes the tid for its own id (wp_mutex_timed,
- *   wp_mutex_unlock). relaxed, every access: the holder's own field,
- *   published to the next holder by the lock word's release and acquire.
+ *   mutex before our cleanup runs) the holder puts its wp_self() back.
+ *   A caller that does not hold m is left alone, and glibc answers
+ *   EPERM for the kinds that check, as it would for its own mutex. Both
+ *   directions are safe: a tid (zero-extended, below 2^31) never equals a
+ *   wp_self() (bit 31 set), so no thread of ours mistakes it for its own
+ *   id (wp_mutex_timed, wp_mutex_unlock); and glibc, which compares only
+ *   the low 32 bits, never takes another holder's wp_self() (a negative
+ *   int) for a waiter's tid when it relocks. relaxed, every access: the
+ *   holder's own field, published to the next holder by the lock word's
+ *   release and acquire.
  *   The NOFAIR mark: relaxed, as our unlock (in glibc's wait) releases it
  *   to every later holder, and only holders unlock. */
 int wp_mutex_glibc_cond(struct wp_mutex *m)

@@ -121,11 +121,20 @@ _Static_assert(_Alignof(sem_t) >= 8 && offsetof(struct wp_sem, nwaiters) == 4 &&
 
 /* ---- the calling thread ---- */
 
-/* The thread pointer identifies a thread (it is pthread_self() on glibc)
- * and, unlike the kernel tid, stays the same in a fork child. */
+/* The calling thread's owner id: its thread pointer (pthread_self() on
+ * glibc), which, unlike the kernel tid, stays the same in a fork child,
+ * with its halves swapped and bit 31 set. glibc's code reads our mutex's
+ * owner field as a 32-bit tid inside a wait on one of its process-shared
+ * conds (mutex.c "glibc's owner field"): a low half with bit 31 set is a
+ * negative int and never equals a tid, while a raw pointer's low half
+ * could equal a waiter's tid by chance and make glibc's relock think it
+ * already holds the mutex. One-to-one: a user pointer's high half is below
+ * 2^31, so its own bit 31 is free. Never 0. */
 static inline uint64_t wp_self(void)
 {
-	return (uint64_t)(uintptr_t)__builtin_thread_pointer();
+	uint64_t p = (uint64_t)(uintptr_t)__builtin_thread_pointer();
+
+	return (p << 32 | p >> 32) | 0x80000000u;
 }
 
 int wp_cpu(void);
