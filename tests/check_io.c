@@ -1970,6 +1970,59 @@ START_TEST(uring_defer_switch)
 }
 END_TEST
 
+
+/* A completion must wake a worker that sleeps with no other deadline:
+ * every worker idle (deep) and past its stack trim, the writer a plain OS
+ * thread, the wait bounded by the test's own clock (a linked timeout's
+ * completion would take the same path, so it cannot be the bound). Run
+ * with the rings in each URING_DEFER mode (DEFER_TASKRUN and
+ * COOP_TASKRUN: runtime/uring.c "Setup"). */
+static _Atomic uint64_t cw_done;
+
+static void *cw_reader(void *arg)
+{
+	int *p = arg;
+	char c;
+
+	WT_CHECK(weft_io_read(p[0], &c, 1) == 1);
+	atomic_store(&cw_done, weft_now_ns());
+	return NULL;
+}
+
+START_TEST(sleeper_wake)
+{
+	weft_config_t cfgs = WEFT_CONFIG_INITIALIZER;
+	weft_thread_t rd;
+	int p[2];
+	uint64_t tw, td;
+
+	cfgs.workers = wt_configs[_i].workers;
+	cfgs.pin = wt_configs[_i].pin;
+	for (int mode = 0; mode < 2; mode++) {
+		cfgs.features = mode ? "NO_URING_DEFER" : NULL;
+		ck_assert_int_eq(weft_init(&cfgs), 0);
+		for (int round = 0; round < 5; round++) {
+			atomic_store(&cw_done, 0);
+			ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+			rd = spawn_on(0, cw_reader, p);
+			usleep(50000);   /* every worker deep, stack trim done */
+			tw = weft_now_ns();
+			ck_assert_int_eq(write(p[1], "x", 1), 1);
+			while (!(td = atomic_load(&cw_done)) && weft_now_ns() - tw < 1000000000ull)
+				usleep(1000);
+			ck_assert_msg(td, "completion into a sleeping worker not seen in 1 s");
+			printf("sleeper_wake[%s, %s]: %.3f ms\n", wt_configs[_i].name,
+			       mode ? "NO_URING_DEFER" : "default", (td - tw) / 1e6);
+			join(rd);
+			close(p[0]);
+			close(p[1]);
+		}
+		wt_assert_no_failure();
+		wt_shutdown();
+	}
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -2002,6 +2055,7 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, hinted_timeouts, 0, wt_nconfigs);
 	tcase_add_test(tc, sq_full_yield);
 	tcase_add_loop_test(tc, uring_defer_switch, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, sleeper_wake, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
