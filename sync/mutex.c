@@ -257,17 +257,22 @@
  *   waited 60-100 ms instead of ~32 ms (docs/design.md "Mutex").
  *   The rule: a contended unlock by a weft thread that finds the woken
  *   waiter in its own worker's next slot counts that (m->stuck, under
- *   qlock, from 0 each time a waiter becomes m->woken); the
- *   WFT_MUTEX_STUCK_UNLOCKS-th such unlock stores the waiter's id as the
- *   owner (the I7 PICKUP, early) and yields after dropping qlock. The
+ *   qlock, from 0 each time a waiter becomes m->woken); once
+ *   WFT_MUTEX_STUCK_UNLOCKS such unlocks have been counted and the waiter
+ *   has been woken (head time) WFT_MUTEX_STUCK_NS, the next one stores the
+ *   waiter's id as the owner (the I7 PICKUP, early) and yields after
+ *   dropping qlock. The
  *   waiter runs next and finds the lock its own; the unlocker, when it runs
  *   again, finds the lock taken and queues at the tail, so every contender
- *   keeps its turn of WFT_MUTEX_STUCK_UNLOCKS + 1 acquisitions. (A plain
+ *   keeps its turn (at least WFT_MUTEX_STUCK_UNLOCKS + 1 acquisitions
+ *   and WFT_MUTEX_STUCK_NS). (A plain
  *   yield after a release was rejected: the yielder barges back in when it
  *   runs again, the queue empties into the runqueue, and one thread keeps
  *   the worker. Handing over at the first such unlock was rejected too:
  *   one switch per two acquisitions; test-mutex --hold-ns=50 --work-ns=200
- *   M 1024 fell to ~70k ops/s, and 7% of its acquisitions were hand-offs.)
+ *   M 1024 fell to ~70k ops/s, and 7% of its acquisitions were hand-offs;
+ *   a turn of 16 acquisitions alone, 4 us there, cost it a third of its
+ *   throughput.)
  *   With two active workers the unlocker's next lock usually finds the
  *   lock held by the other worker's contender well before that, and with
  *   a thread in its next slot it parks instead of spinning ("Spin"), which
@@ -407,14 +412,22 @@
  * (tens of us on this VM class) and a few rounds of competition. */
 #define WFT_MUTEX_ROTATE_NS (WFT_MUTEX_STARVE_NS / 4)
 
-/* Stuck woken waiter: how many unlocks may find the woken waiter in the
- * unlocker's own next slot before the lock is handed to it. A count, not a
- * time, so that a host that deschedules the worker does not change the
- * turn length; 16 lets the running thread keep the lock for 16 hold
- * times (~20 us in test-mutex V) between switches, which costs one switch
- * per 16 acquisitions where every contender is on one worker (measured in
- * docs/design.md "Mutex"). */
+/* Stuck woken waiter: the running thread's turn. The lock is handed to a
+ * woken waiter stuck in the unlocker's own next slot once at least this
+ * many unlocks have found it there and it has been the woken waiter (its
+ * head time) at least this long. The count keeps a host that deschedules
+ * the worker from shortening the turn (a stall stops the unlocks too);
+ * the time keeps short critical sections from paying a switch every few
+ * acquisitions: one turn costs a yield, a park and a wake (1-2 us here),
+ * so 50 us bounds that to a few per cent where every contender is on one
+ * worker. With 20 us, test-mutex --hold-ns=50 --work-ns=200 M 1024 lost
+ * ~15% (medians of 4 alternating runs, noisy host); with 50 us it is at
+ * par (docs/design.md "Mutex"). With test-mutex V's 1 us holds a turn is
+ * ~40 acquisitions, with 3 us holds the count decides. During a DRAIN
+ * probe with 127 waiters a turn of 50 us gives a full round in ~6 ms,
+ * against 127 ms at the 1 ms of I7. */
 #define WFT_MUTEX_STUCK_UNLOCKS 16
+#define WFT_MUTEX_STUCK_NS 50000
 
 
 /* Poll back-off of a waiter that cannot queue (store mode): from a couple
@@ -1017,10 +1030,11 @@ static bool rotate(struct wft_swaiter *head, weft_time_t *now)
 }
 
 /* Has the woken waiter sw been found in the next slot of the unlocker's
- * worker by WFT_MUTEX_STUCK_UNLOCKS unlocks, this one included? It cannot
- * run there before the unlocker switches out ("Stuck woken waiter", I7).
+ * worker by WFT_MUTEX_STUCK_UNLOCKS unlocks, this one included, and been
+ * the woken waiter for WFT_MUTEX_STUCK_NS? It cannot run there before the
+ * unlocker switches out ("Stuck woken waiter", I7).
  * Locks: m->qlock (sw is m->woken). */
-static bool stuck_here(struct wft_mutex *m, struct wft_swaiter *sw)
+static bool stuck_here(struct wft_mutex *m, struct wft_swaiter *sw, weft_time_t *now)
 {
 	struct wft_worker *w = wft_worker_self();
 
@@ -1029,7 +1043,10 @@ static bool stuck_here(struct wft_mutex *m, struct wft_swaiter *sw)
 	 * is the I7 PICKUP ahead of time, see "Stuck woken waiter") */
 	if (!w || !w->current || !sw->w.thread || wft_next_peek(w) != sw->w.thread)
 		return false;
-	return ++m->stuck >= WFT_MUTEX_STUCK_UNLOCKS;
+	if (m->stuck < WFT_MUTEX_STUCK_UNLOCKS)
+		m->stuck++;
+	/* *now was read by starving() just before */
+	return m->stuck >= WFT_MUTEX_STUCK_UNLOCKS && *now - sw->since >= WFT_MUTEX_STUCK_NS;
 }
 
 /*
@@ -1068,7 +1085,7 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	v = wft_load(&m->state, relaxed);
 	sw = m->woken;
 	wake = false;
-	if (sw && !starving(sw, &now) && !(stuck = stuck_here(m, sw)))
+	if (sw && !starving(sw, &now) && !(stuck = stuck_here(m, sw, &now)))
 		sw = NULL;
 	if (!sw) {
 		sw = wft_waitq_first(&m->q);

@@ -806,16 +806,18 @@ END_TEST
  * moves every thread that wakes to the active worker, so a 2-worker
  * runtime's lock traffic ends up on one worker (and as a 1-worker runtime
  * has it always). 64 threads pinned to worker 0 of 2 (worker 1 idle, as a
- * draining one is) loop: lock, hold ~1 us (seeded jitter), unlock, ~250 ns
- * outside (test-mutex V's amounts); each switches out once holding the
+ * draining one is) loop: lock, hold ~3 us (seeded jitter; long enough that
+ * a turn is WFT_MUTEX_STUCK_UNLOCKS + 1 acquisitions, not
+ * WFT_MUTEX_STUCK_NS), unlock, ~250 ns outside; each switches out once holding the
  * lock, so the others queue, as they had when the probe began. An
  * unlocker that relocks at once never blocks, so a waiter woken into its
  * next slot cannot run until the unlocker lets it ("Stuck woken waiter" in
  * sync/mutex.c). The wait is counted in acquisitions by others during the
  * lock call, which a host that deschedules the worker stretches no more
- * than it stretches the turns: fair turns of WFT_MUTEX_STUCK_UNLOCKS + 1
- * give 17 x 63 = 1,071; the 1 ms hand-off rule alone let ~800 pass per
- * waiter ahead (9,000 to 21,000 measured). Wall-clock waits are printed. */
+ * than it stretches the turns: turns of WFT_MUTEX_STUCK_UNLOCKS + 1 give
+ * 17 x 63 = 1,071; the 1 ms hand-off rule alone let a millisecond of
+ * acquisitions pass per waiter ahead (over 9,000 measured). Wall-clock
+ * waits are printed. */
 #define ONEW_THREADS 64
 #define ONEW_RUN_MS 400
 
@@ -854,7 +856,7 @@ static void *onew_body(void *arg)
 			mx = w;
 		atomic_store_explicit(&o->acq, a1 + 1, memory_order_relaxed);
 		o->counter++;
-		sc_spin_ns(750 + wt_rand(&rng) % 500);
+		sc_spin_ns(2500 + wt_rand(&rng) % 1000);
 		if (ops == 0)
 			/* switch out holding the lock once: the others run,
 			 * find it held and queue (the state a probe finds) */
