@@ -253,8 +253,9 @@
  *   the 1 ms of I7, and the queue advanced one waiter per millisecond: a
  *   probe's trial keeps one worker draining for 110 ms, so the lock's
  *   queue moved by ~110 instead of ~440 waiters (at WFT_MUTEX_ROTATE_NS
- *   each), and a waiter of test-mutex V 128 queued behind 126 others
- *   waited 60-100 ms instead of ~32 ms (docs/design.md "Mutex").
+ *   each); with a probe forced every 0.5 s, test-mutex V 128's longest
+ *   wait fell from a median of 226 ms to 74 ms with this rule
+ *   (docs/design.md "Mutex").
  *   The rule: a contended unlock by a weft thread that finds the woken
  *   waiter in its own worker's next slot counts that (m->stuck, under
  *   qlock, from 0 each time a waiter becomes m->woken); once
@@ -273,10 +274,12 @@
  *   M 1024 fell to ~70k ops/s, and 7% of its acquisitions were hand-offs;
  *   a turn of 16 acquisitions alone, 4 us there, cost it a third of its
  *   throughput.)
- *   With two active workers the unlocker's next lock usually finds the
- *   lock held by the other worker's contender well before that, and with
- *   a thread in its next slot it parks instead of spinning ("Spin"), which
- *   runs the waiter; so the rule rarely fires there.
+ *   With two active workers the unlocker's next lock often finds the lock
+ *   held by the other worker's contender before that, and with a thread in
+ *   its next slot it parks instead of spinning ("Spin"), which runs the
+ *   waiter. Not always: on a host that deschedules one worker the other
+ *   runs alone, and the rule fired ~30k times/s in test-mutex V 128 (its
+ *   p99 wait became a round of turns, docs/design.md "Mutex").
  *   No wakeup can be lost: nothing is woken (the waiter is awake, I7), the
  *   owner id is stored under qlock by the owner (I4), and the waiter checks
  *   owner == its id at every look (lock_wait steps 1 and 3), so it takes
