@@ -92,7 +92,13 @@
  *   mailbox, which thieves do not take from, so it waits for the target's
  *   next scheduling point, where on its own idle worker it would have run
  *   at once (a thread that never yields holds the target that long: the
- *   cooperative limit of README "Limits worth knowing").
+ *   cooperative limit of README "Limits worth knowing"). The same limit
+ *   hit locks: with every contender of a mutex on the one active worker,
+ *   a woken waiter sits in the unlocker's next slot while the unlocker
+ *   relocks, and a probe's trial (2 x DRAIN_WIN_NS + DRAIN_SETTLE_NS)
+ *   left a long wait queue advancing one waiter per millisecond (I7's
+ *   PICKUP). The mutex hands such a waiter the lock after a short turn
+ *   (sync/mutex.c "Stuck woken waiter"), so a probe does not strand it.
  *   DRAIN needs STEAL (WFT_DRAIN_ON): without it idle workers do not tick,
  *   and a draining worker asleep for good would never lower ndrain.
  *

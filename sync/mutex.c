@@ -71,6 +71,9 @@
  *       waiter running: with cooperative scheduling an unlocker that relocks
  *       at once never lets a wakee queued on its own worker run; handing it
  *       the lock makes the unlocker's next lock park, which lets it run.
+ *       A weft-thread unlocker that keeps finding the woken waiter in its
+ *       own next slot does the same well before that, and yields ("Stuck
+ *       woken waiter" below).
  *
  * Normal mode vs hand-off mode (as Go's sync/mutex.go explains its modes)
  *   In normal mode waiters queue FIFO, but a woken waiter does not own the
@@ -239,6 +242,54 @@
  *   and then pays that poll once per WFT_MUTEX_CALM_UNLOCKS calm unlocks.
  *   The switch is FAST_UNLOCK (runtime/features.def).
  *
+ * Stuck woken waiter
+ *   A woken waiter runs where the wake path put it, often in the
+ *   unlocker's own next slot (always, when every contender is on one
+ *   worker: a 1-worker runtime, threads pinned together, or a DRAIN probe,
+ *   which sends every thread that wakes to the active worker,
+ *   runtime/drain.c). There it cannot run before the unlocker switches
+ *   out, and an unlocker that relocks at once (the lock is free: it
+ *   released it) never does. Without this rule the woken waiter waited for
+ *   the 1 ms of I7, and the queue advanced one waiter per millisecond: a
+ *   probe's trial keeps one worker draining for 110 ms, so the lock's
+ *   queue moved by ~110 instead of ~440 waiters (at WFT_MUTEX_ROTATE_NS
+ *   each); with a probe forced every 0.5 s, test-mutex V 128's longest
+ *   wait fell from a median of 226 ms to 74 ms with this rule
+ *   (docs/design.md "Mutex").
+ *   The rule: a contended unlock by a weft thread that finds the woken
+ *   waiter in its own worker's next slot counts that (m->stuck, under
+ *   qlock, from 0 each time a waiter becomes m->woken); once
+ *   WFT_MUTEX_STUCK_UNLOCKS such unlocks have been counted and the waiter
+ *   has been woken (head time) WFT_MUTEX_STUCK_NS, the next one stores the
+ *   waiter's id as the owner (the I7 PICKUP, early) and yields after
+ *   dropping qlock. The
+ *   waiter runs next and finds the lock its own; the unlocker, when it runs
+ *   again, finds the lock taken and queues at the tail, so every contender
+ *   keeps its turn (at least WFT_MUTEX_STUCK_UNLOCKS + 1 acquisitions
+ *   and WFT_MUTEX_STUCK_NS). (A plain
+ *   yield after a release was rejected: the yielder barges back in when it
+ *   runs again, the queue empties into the runqueue, and one thread keeps
+ *   the worker. Handing over at the first such unlock was rejected too:
+ *   one switch per two acquisitions; test-mutex --hold-ns=50 --work-ns=200
+ *   M 1024 fell to ~70k ops/s, and 7% of its acquisitions were hand-offs;
+ *   a turn of 16 acquisitions alone, 4 us there, cost it a third of its
+ *   throughput.)
+ *   With two active workers the unlocker's next lock often finds the lock
+ *   held by the other worker's contender before that, and with a thread in
+ *   its next slot it parks instead of spinning ("Spin"), which runs the
+ *   waiter. Not always: on a host that deschedules one worker the other
+ *   runs alone, and the rule fired ~30k times/s in test-mutex V 128 (its
+ *   p99 wait became a round of turns, docs/design.md "Mutex").
+ *   No wakeup can be lost: nothing is woken (the waiter is awake, I7), the
+ *   owner id is stored under qlock by the owner (I4), and the waiter checks
+ *   owner == its id at every look (lock_wait steps 1 and 3), so it takes
+ *   the lock whether it runs before or after our yield. An OS-thread
+ *   unlocker has no next slot and never applies the rule. A thief that
+ *   takes the waiter from our next slot between the peek and the yield
+ *   makes this the I7 PICKUP ahead of time: the lock waits for the thief's
+ *   worker to run it, and that worker's other contenders park meanwhile
+ *   (the owner is off CPU, so nobody spins).
+ *
  * Spinning ("Spin")
  *   Weft thread: only with OWNER_SPIN on, only while the owner is a weft
  *   thread with on_cpu set (it is running on some worker, so it will release
@@ -363,6 +414,23 @@
  * awake (I7), which is cheap. A quarter leaves time for a wake with a kick
  * (tens of us on this VM class) and a few rounds of competition. */
 #define WFT_MUTEX_ROTATE_NS (WFT_MUTEX_STARVE_NS / 4)
+
+/* Stuck woken waiter: the running thread's turn. The lock is handed to a
+ * woken waiter stuck in the unlocker's own next slot once at least this
+ * many unlocks have found it there and it has been the woken waiter (its
+ * head time) at least this long. The count keeps a host that deschedules
+ * the worker from shortening the turn (a stall stops the unlocks too);
+ * the time keeps short critical sections from paying a switch every few
+ * acquisitions: one turn costs a yield, a park and a wake (1-2 us here),
+ * so 50 us bounds that to a few per cent where every contender is on one
+ * worker. With 20 us, test-mutex --hold-ns=50 --work-ns=200 M 1024 lost
+ * ~15% (medians of 4 alternating runs, noisy host); with 50 us it is at
+ * par (docs/design.md "Mutex"). With test-mutex V's 1 us holds a turn is
+ * ~40 acquisitions, with 3 us holds the count decides. During a DRAIN
+ * probe with 127 waiters a turn of 50 us gives a full round in ~6 ms,
+ * against 127 ms at the 1 ms of I7. */
+#define WFT_MUTEX_STUCK_UNLOCKS 16
+#define WFT_MUTEX_STUCK_NS 50000
 
 
 /* Poll back-off of a waiter that cannot queue (store mode): from a couple
@@ -964,12 +1032,33 @@ static bool rotate(struct wft_swaiter *head, weft_time_t *now)
 	return *now - head->since >= WFT_MUTEX_ROTATE_NS;
 }
 
+/* Has the woken waiter sw been found in the next slot of the unlocker's
+ * worker by WFT_MUTEX_STUCK_UNLOCKS unlocks, this one included, and been
+ * the woken waiter for WFT_MUTEX_STUCK_NS? It cannot run there before the
+ * unlocker switches out ("Stuck woken waiter", I7).
+ * Locks: m->qlock (sw is m->woken). */
+static bool stuck_here(struct wft_mutex *m, struct wft_swaiter *sw, weft_time_t *now)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	/* the next slot is ours to read (owner); relaxed inside the peek: a
+	 * hint, a thief may take the thread from it right after (then this
+	 * is the I7 PICKUP ahead of time, see "Stuck woken waiter") */
+	if (!w || !w->current || !sw->w.thread || wft_next_peek(w) != sw->w.thread)
+		return false;
+	if (m->stuck < WFT_MUTEX_STUCK_UNLOCKS)
+		m->stuck++;
+	/* *now was read by starving() just before */
+	return m->stuck >= WFT_MUTEX_STUCK_UNLOCKS && *now - sw->since >= WFT_MUTEX_STUCK_NS;
+}
+
 /*
  * The contended unlock: flags were set, so take qlock first and decide
  * there (the word is stable meanwhile: we own m and hold qlock, I4), in
  * this order:
- *  - the woken waiter in flight is starving: store its id as the owner; it
- *    is awake and picks the lock up (I7);
+ *  - the woken waiter in flight is starving, or stuck in our next slot: store
+ *    its id as the owner; it is awake and picks the lock up (I7); if it was
+ *    stuck, yield so that our worker runs it ("Stuck woken waiter");
  *  - the head is starving (HANDOFF, or I5): unlink it, store its id as the
  *    owner, wake it with HANDED;
  *  - normal mode: store owner 0 (WAITERS per I1), and unless a woken waiter
@@ -984,7 +1073,7 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	struct wft_swaiter *sw, *next;
 	weft_time_t now = 0;
 	uintptr_t nv;
-	bool wake;
+	bool wake, stuck = false;
 
 	if (wft_unlikely(v == WFT_MUTEX_DESTROYED))
 		return EINVAL;
@@ -999,7 +1088,9 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 	v = wft_load(&m->state, relaxed);
 	sw = m->woken;
 	wake = false;
-	if (!sw || !starving(sw, &now)) {
+	if (sw && !starving(sw, &now) && !(stuck = stuck_here(m, sw, &now)))
+		sw = NULL;
+	if (!sw) {
 		sw = wft_waitq_first(&m->q);
 		if (sw && ((v & WFT_MUTEX_HANDOFF) || starving(sw, &now))) {
 			wft_waitq_remove(&m->q, sw);
@@ -1027,6 +1118,8 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 		MSTAT(mutex_handoffs);
 		if (wake)
 			wft_waiter_wake_yield(&sw->w);   /* runs next, here */
+		else if (stuck)
+			weft_yield();   /* let our worker run it ("Stuck woken waiter") */
 		return 0;
 	}
 	/* relaxed: a hint; a spinner that gives up re-checks the lock word
@@ -1049,6 +1142,7 @@ static int unlock_slow(struct wft_mutex *m, uintptr_t id, uintptr_t v)
 		head_time_locked(m, &now);
 		sw->w.result = WFT_SW_COMPETE;
 		m->woken = sw;
+		m->stuck = 0;
 	}
 	/* release: publishes the critical section; pairs with the acquire CAS
 	 * of the next owner. WAITERS per I1; HANDOFF cannot be set here (it
@@ -1203,6 +1297,7 @@ void wft_mutex_requeue(struct wft_mutex *m, struct wft_waitq *list, struct wft_w
 			sw->since = now;
 			sw->w.result = WFT_SW_COMPETE;
 			m->woken = sw;
+			m->stuck = 0;
 			wft_wake_q_add(wq, &sw->w);
 		}
 		/* relaxed: as in lock_slow; WAITERS for the records we queue or

@@ -110,6 +110,9 @@ struct wft_mutex {
 	                               * "Unlock mode"); +1 under qlock */
 	struct wft_waitq q;           /* FIFO of struct wft_swaiter; qlock */
 	struct wft_swaiter *woken;    /* the COMPETE waiter in flight; qlock */
+	uint32_t stuck;               /* unlocks that found woken in the
+	                               * unlocker's next slot (mutex.c "Stuck
+	                               * woken waiter"); qlock */
 };
 _Static_assert(sizeof(struct wft_mutex) <= sizeof(weft_mutex_t), "mutex fits its public type");
 _Static_assert(_Alignof(struct wft_mutex) <= _Alignof(weft_mutex_t), "mutex alignment");

@@ -10,7 +10,8 @@
  *            no_cliff: 1,024 threads do not keep the mutex in hand-off mode
  * handoff    a waiter that waited > 1 ms and lost gets the lock handed to
  *            it; how often a waiter is passed over under heavy barging
- *            stays bounded
+ *            stays bounded; with every contender on one worker (as
+ *            during a DRAIN probe) no lock call is passed over for long
  * spin       owner spinning happens only with OWNER_SPIN, counters agree;
  *            no spin while the owner is off CPU or the waiter's worker has
  *            other work: the waiter parks (mutex_parks)
@@ -26,6 +27,8 @@
  * os_thread  OS threads and weft threads waiting for each other
  */
 #include "tests/sync_common.h"
+
+#include <limits.h>
 
 #include "sync/mutex.h"
 
@@ -795,6 +798,124 @@ START_TEST(test_handoff_bound)
 	ck_assert_uint_lt(atomic_load(&b->max_wait), 2000000000ull);
 	ck_assert_int_eq(weft_mutex_destroy(&b->m), 0);
 	free(b);
+	wt_shutdown();
+}
+END_TEST
+
+/* One worker's worth of contenders: the shape of a DRAIN probe, which
+ * moves every thread that wakes to the active worker, so a 2-worker
+ * runtime's lock traffic ends up on one worker (and as a 1-worker runtime
+ * has it always). 64 threads pinned to worker 0 of 2 (worker 1 idle, as a
+ * draining one is) loop: lock, hold ~3 us (seeded jitter; long enough that
+ * a turn is WFT_MUTEX_STUCK_UNLOCKS + 1 acquisitions, not
+ * WFT_MUTEX_STUCK_NS), unlock, ~250 ns outside; each switches out once holding the
+ * lock, so the others queue, as they had when the probe began. An
+ * unlocker that relocks at once never blocks, so a waiter woken into its
+ * next slot cannot run until the unlocker lets it ("Stuck woken waiter" in
+ * sync/mutex.c). The wait is counted in acquisitions by others during the
+ * lock call, which a host that deschedules the worker stretches no more
+ * than it stretches the turns: turns of WFT_MUTEX_STUCK_UNLOCKS + 1 give
+ * 17 x 63 = 1,071; the 1 ms hand-off rule alone let a millisecond of
+ * acquisitions pass per waiter ahead (over 9,000 measured). Wall-clock
+ * waits are printed. */
+#define ONEW_THREADS 64
+#define ONEW_RUN_MS 400
+
+struct onew {
+	weft_mutex_t m;
+	weft_time_t end;
+	uint64_t seed;
+	_Atomic long acq;         /* acquisitions; written only by the owner */
+	_Atomic uint64_t max_wait, max_overtakes;
+	_Atomic long ops, min_ops;
+	_Atomic int ready, go;
+	long counter;             /* protected by m */
+};
+
+static void *onew_body(void *arg)
+{
+	struct onew *o = arg;
+	uint64_t rng = o->seed ^ (uint64_t)(uintptr_t)&rng, mx = 0, mo = 0;
+	long ops = 0, cur;
+
+	atomic_fetch_add(&o->ready, 1);
+	while (!atomic_load(&o->go))
+		weft_yield();
+	while (weft_now_ns() < o->end) {
+		weft_time_t t0 = weft_now_ns();
+		long a0 = atomic_load(&o->acq), a1;
+		uint64_t w;
+
+		WT_CHECK(weft_mutex_lock(&o->m) == 0);
+		/* exact: we own the lock, so every earlier bump is visible */
+		a1 = atomic_load_explicit(&o->acq, memory_order_relaxed);
+		w = weft_now_ns() - t0;
+		if ((uint64_t)(a1 - a0) > mo)
+			mo = (uint64_t)(a1 - a0);
+		if (w > mx)
+			mx = w;
+		atomic_store_explicit(&o->acq, a1 + 1, memory_order_relaxed);
+		o->counter++;
+		sc_spin_ns(2500 + wt_rand(&rng) % 1000);
+		if (ops == 0)
+			/* switch out holding the lock once: the others run,
+			 * find it held and queue (the state a probe finds) */
+			weft_yield();
+		WT_CHECK(weft_mutex_unlock(&o->m) == 0);
+		sc_spin_ns(250);
+		ops++;
+	}
+	atomic_fetch_add(&o->ops, ops);
+	cur = atomic_load(&o->min_ops);
+	while (ops < cur && !atomic_compare_exchange_weak(&o->min_ops, &cur, ops))
+		;
+	wt_atomic_max(&o->max_wait, mx);
+	wt_atomic_max(&o->max_overtakes, mo);
+	return NULL;
+}
+
+START_TEST(test_one_worker_bound)
+{
+	struct onew *o = calloc(1, sizeof(*o));
+	weft_thread_t t[ONEW_THREADS];
+	weft_attr_t a;
+	uint64_t mo, mw;
+
+	ck_assert_ptr_nonnull(o);
+	if (!wt_init_two_workers("mutex/one_worker_bound")) {
+		free(o);
+		return;
+	}
+	weft_mutex_init(&o->m);
+	o->seed = wt_seed();
+	atomic_store(&o->min_ops, LONG_MAX);
+	weft_attr_init(&a);
+	a.stack_size = SC_STACK;
+	a.worker = 0;
+	for (int i = 0; i < ONEW_THREADS; i++)
+		ck_assert_int_eq(weft_spawn(&t[i], onew_body, o, &a), 0);
+	while (atomic_load(&o->ready) < ONEW_THREADS)
+		sc_sleep_ms(1);
+	o->end = sc_ms(ONEW_RUN_MS);
+	atomic_store(&o->go, 1);
+	for (int i = 0; i < ONEW_THREADS; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_assert_no_failure();
+	ck_assert_int_eq(o->counter, atomic_load(&o->ops));
+	ck_assert_int_eq(atomic_load(&o->acq), atomic_load(&o->ops));
+	mo = atomic_load(&o->max_overtakes);
+	mw = atomic_load(&o->max_wait);
+	printf("one_worker_bound: ops=%ld min_ops/thread=%ld max_overtakes=%llu max_wait=%.3f ms\n",
+	       atomic_load(&o->ops), atomic_load(&o->min_ops), (unsigned long long)mo, mw / 1e6);
+	fflush(stdout);
+	/* room for a turn or so of slack over 1,071 (a waiter that queued
+	 * just behind a turn's first acquisition) */
+	ck_assert_uint_lt(mo, 32 * ONEW_THREADS);
+	/* hang guard only: wall time depends on the host */
+	ck_assert_uint_lt(mw, 2000000000ull);
+	ck_assert_int_gt(atomic_load(&o->min_ops), 0);
+	ck_assert_int_eq(weft_mutex_destroy(&o->m), 0);
+	free(o);
 	wt_shutdown();
 }
 END_TEST
@@ -1871,6 +1992,7 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, test_handoff_woken);
 	tcase_add_test(tc, test_handoff_here);
 	tcase_add_test(tc, test_handoff_bound);
+	tcase_add_test(tc, test_one_worker_bound);
 
 	tc = wt_tcase(s, "spin", 20);
 	tcase_add_test(tc, test_spin);
