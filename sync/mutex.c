@@ -1044,7 +1044,10 @@ static bool stuck_here(struct wft_mutex *m, struct wft_swaiter *sw, weft_time_t 
 	/* the next slot is ours to read (owner); relaxed inside the peek: a
 	 * hint, a thief may take the thread from it right after (then this
 	 * is the I7 PICKUP ahead of time, see "Stuck woken waiter") */
-	if (!w || !w->current || !sw->w.thread || wft_next_peek(w) != sw->w.thread)
+	/* the thread from the waiter's id, which never changes: sw->w.thread
+	 * is rewritten without qlock by the woken waiter (wft_waiter_init) */
+	if (!w || !w->current || (sw->id & WFT_ID_OS) ||
+	    wft_next_peek(w) != wft_lock_id_thread(sw->id))
 		return false;
 	if (m->stuck < WFT_MUTEX_STUCK_UNLOCKS)
 		m->stuck++;

@@ -909,8 +909,14 @@ START_TEST(test_one_worker_bound)
 	       atomic_load(&o->ops), atomic_load(&o->min_ops), (unsigned long long)mo, mw / 1e6);
 	fflush(stdout);
 	/* room for a turn or so of slack over 1,071 (a waiter that queued
-	 * just behind a turn's first acquisition) */
-	ck_assert_uint_lt(mo, 32 * ONEW_THREADS);
+	 * just behind a turn's first acquisition). The turn takes a woken
+	 * waiter from the unlocker's next slot: with NO_NEXT_SLOT, or a
+	 * RANDOMIZE that queues it at the tail, it waits for the 1 ms rule
+	 * (sync/mutex.c "Stuck woken waiter"), and only the rest is checked */
+	if (weft_feature("NEXT_SLOT") == 1 && weft_feature("RANDOMIZE") != 1)
+		ck_assert_uint_lt(mo, 32 * ONEW_THREADS);
+	else
+		wt_skip("mutex/one_worker_bound: the overtake bound needs NEXT_SLOT on and RANDOMIZE off");
 	/* hang guard only: wall time depends on the host */
 	ck_assert_uint_lt(mw, 2000000000ull);
 	ck_assert_int_gt(atomic_load(&o->min_ops), 0);
@@ -1063,8 +1069,9 @@ START_TEST(test_spin)
 
 	wt_init(1);
 	if (weft_workers() < 2) {
+		wt_skip("mutex/spin: needs two workers running at once (%d)", weft_workers());
 		wt_shutdown();
-		return;   /* needs two workers running at once */
+		return;
 	}
 	if (weft_feature("OWNER_SPIN") != 1)
 		s.max_rounds = 5;   /* nobody will spin: each round waits 200 ms */

@@ -69,9 +69,10 @@ WEFT_API int weft_mutex_timedlock(weft_mutex_t *m, weft_time_t deadline);
 
 /* Unlock m; wakes one waiter if there are any. Returns 0, EINVAL (m NULL
  * or destroyed), EPERM (the caller does not own m). Context: any. May park: no; but in
- * hand-off mode (a waiter has waited over 1 ms) a weft thread passes the
- * lock to that waiter and yields its worker to it, so it may be switched
- * out and resume later, as in weft_yield(). */
+ * hand-off mode (a waiter has waited over 1 ms), or when the waiter it
+ * woke still waits in its own worker's queue after 16 of its unlocks, a
+ * weft thread passes the lock to that waiter and yields its worker to it,
+ * so it may be switched out and resume later, as in weft_yield(). */
 WEFT_API int weft_mutex_unlock(weft_mutex_t *m);
 
 /* Destroy m. Returns 0, EINVAL (m NULL or already destroyed), EBUSY
