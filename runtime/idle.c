@@ -464,26 +464,41 @@ static bool gate_defer(struct wft_worker *w)
 	return until && until <= now + KICK_GATE_WAIT_NS;
 }
 
+/* Both halves of the hand-over: take pending bits until one's worker is
+ * not already awake (a worker that woke by its deadline leaves a stale
+ * bit) and kick it, ungated. A bit of skip (a parker's own) ends the
+ * search unkicked. Returns the worker of the last bit taken (NULL: none
+ * pending) and its kick's result in *r. */
+static struct wft_worker *kick_one_pending(struct wft_worker *skip, int *r)
+{
+	int b;
+
+	while ((b = kick_take()) >= 0) {
+		struct wft_worker *v = wft_rt.workers[b];
+
+		if (v == skip)
+			return v;
+		/* seq_cst: as in wft_idle_kick_r */
+		*r = kick_now(v, atomic_load_explicit(&v->sleep, memory_order_seq_cst));
+		if (*r != WFT_KICK_AWAKE)
+			return v;
+	}
+	return NULL;
+}
+
 /* Leave w's kick pending; if a CPU freed meanwhile, kick one pending
  * worker ourselves (the waker's half of the hand-over). */
 static int gate_leave(struct wft_worker *w)
 {
-	int b;
+	struct wft_worker *v;
+	int r;
 
 	wft_idle_kick_defer(w);   /* seq_cst: the store half */
 	if (cpu_demand(wft_worker_self() == NULL) >= wft_rt.ncpu)
 		return WFT_KICK_UNDERWAY;
-	/* a CPU is free: kick one pending worker, past the bits of workers
-	 * that woke by their deadline meanwhile (as gate_hand_over) */
-	while ((b = kick_take()) >= 0) {
-		struct wft_worker *v = wft_rt.workers[b];
-		/* seq_cst: as in wft_idle_kick_r */
-		int r = kick_now(v, atomic_load_explicit(&v->sleep, memory_order_seq_cst));
-
-		if (r != WFT_KICK_AWAKE)
-			return r == WFT_KICK_SENT && v == w ? WFT_KICK_SENT : WFT_KICK_UNDERWAY;
-	}
-	return WFT_KICK_UNDERWAY;
+	/* a CPU is free: kick one pending worker ourselves */
+	v = kick_one_pending(NULL, &r);
+	return v == w && r == WFT_KICK_SENT ? WFT_KICK_SENT : WFT_KICK_UNDERWAY;
 }
 
 /* The parker's half of the hand-over: w is about to sleep (its idle_set
@@ -494,23 +509,16 @@ static int gate_leave(struct wft_worker *w)
  * round). Context: w's owner. */
 static bool gate_hand_over(struct wft_worker *w)
 {
-	int b;
+	struct wft_worker *v;
+	int r;
 
 	if (!gate_on())
 		return false;
-	while ((b = kick_take()) >= 0) {
-		struct wft_worker *v = wft_rt.workers[b];
-		int r;
-
-		if (v == w)
-			return true;
-		/* seq_cst: as in wft_idle_kick_r */
-		r = kick_now(v, atomic_load_explicit(&v->sleep, memory_order_seq_cst));
-		if (r == WFT_KICK_SENT)
-			wft_stat_inc(w, chain_kicks);
-		if (r != WFT_KICK_AWAKE)
-			return false;
-	}
+	v = kick_one_pending(w, &r);
+	if (v == w)
+		return true;
+	if (v && r == WFT_KICK_SENT)
+		wft_stat_inc(w, chain_kicks);
 	return false;
 }
 
