@@ -553,6 +553,13 @@ static int parker_finished(void *arg)
 	return atomic_load(&parker_done);
 }
 
+/* Both the peer's spin and the other thread on the blocked member's
+ * worker were seen running while the member was blocked. */
+static bool blocked_window_seen(void)
+{
+	return atomic_load(&peer_progress) > 10 && atomic_load(&other_progress) > 10;
+}
+
 static void *park_member(void *arg)
 {
 	(void)arg;
@@ -569,7 +576,12 @@ static void *park_member(void *arg)
 			/* nothing to read until the test writes, 50 ms later */
 			WT_CHECK(weft_io_read(parker_pipe[0], &c, 1) == 1);
 		} else {
-			weft_sleep_ns(50000000);   /* 50 ms */
+			/* 50 ms, and on while the others have not been seen
+			 * running meanwhile (on a loaded host their workers' OS
+			 * threads may be off the CPUs for most of 50 ms), up
+			 * to 2 s */
+			for (int i = 0; i < 40 && (i == 0 || !blocked_window_seen()); i++)
+				weft_sleep_ns(50000000);
 		}
 		atomic_store(&parker_asleep, 0);
 		atomic_store(&parker_done, 1);
@@ -625,7 +637,10 @@ static void park_frees_worker_run(int io)
 	ck_assert_int_eq(weft_spawn(&o, other_thread, NULL, &a), 0);
 	before = atomic_load(&other_progress);
 	if (io) {
+		/* 50 ms, and on as in park_member's sleep, up to 2 s */
 		sleep_ms(50);
+		for (int i = 0; i < 200 && !blocked_window_seen(); i++)
+			sleep_ms(10);
 		ck_assert_int_eq(write(parker_pipe[1], "x", 1), 1);
 	}
 	ck_assert_int_eq(weft_gang_join(g, NULL), 0);
