@@ -1168,6 +1168,219 @@ START_TEST(thousand_connections)
 }
 END_TEST
 
+/* Connection churn with exact counts: no request is lost or answered
+ * twice while connections come and go (connect, requests, close, repeat).
+ * CHURN_SLOTS client threads each open CHURN_ROUNDS connections in a row
+ * and send CHURN_REQS requests on each, one at a time. The server is an
+ * acceptor thread and a thread per connection (the shape of
+ * examples/conn_server.h); it counts the connections it accepted, and
+ * each request it served in a table indexed by (slot, round, request).
+ * At the end every table entry must be exactly 1, and connections
+ * accepted = connections the clients opened, requests served = requests
+ * sent = responses received. Even rounds end with the client's close (the
+ * handler reads EOF); in odd rounds the last request asks the server to
+ * close, and the client must read EOF right after the response. The
+ * acceptor stops at a connection made after every client was joined,
+ * with the stop flag set. */
+#ifdef __SANITIZE_THREAD__
+enum { CHURN_SLOTS = 8, CHURN_ROUNDS = 8, CHURN_REQS = 3 };
+#else
+enum { CHURN_SLOTS = 16, CHURN_ROUNDS = 24, CHURN_REQS = 3 };
+#endif
+enum { CHURN_CONNS = CHURN_SLOTS * CHURN_ROUNDS, CHURN_CLOSE = 1 };
+
+struct churn_msg {
+	int32_t slot, round, req, flags;
+};
+
+struct churn {
+	int lfd;
+	struct sockaddr_in sa;
+	_Atomic int stop;
+	/* server side */
+	_Atomic long accepted, served;
+	_Atomic uint8_t tab[CHURN_SLOTS][CHURN_ROUNDS][CHURN_REQS];
+	weft_thread_t handlers[CHURN_CONNS + 1];
+	int nhandlers;            /* the acceptor's; read after its join */
+	/* client side */
+	_Atomic long opened, sent, received;
+};
+
+static struct churn *churn_ctx;
+
+/* One whole message, or 0 on EOF before its first byte, -1 otherwise. */
+static int churn_recv(int fd, struct churn_msg *m)
+{
+	char *p = (char *)m;
+	size_t n = 0;
+
+	while (n < sizeof(*m)) {
+		ssize_t k = weft_io_recv(fd, p + n, sizeof(*m) - n, 0);
+
+		if (k <= 0)
+			return k == 0 && n == 0 ? 0 : -1;
+		n += (size_t)k;
+	}
+	return 1;
+}
+
+static void *churn_handler(void *arg)
+{
+	struct churn *c = churn_ctx;
+	int fd = (int)(intptr_t)arg, rc;
+	struct churn_msg m;
+
+	while ((rc = churn_recv(fd, &m)) == 1) {
+		bool ok = m.slot >= 0 && m.slot < CHURN_SLOTS && m.round >= 0 &&
+			  m.round < CHURN_ROUNDS && m.req >= 0 && m.req < CHURN_REQS;
+
+		WT_CHECK(ok);
+		if (!ok)
+			break;
+		/* relaxed: counts, read by the test body after the joins */
+		atomic_fetch_add_explicit(&c->tab[m.slot][m.round][m.req], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->served, 1, memory_order_relaxed);
+		m.flags |= 0x100;   /* a response, not an echo */
+		m.req = ~m.req;
+		WT_CHECK(send_all(fd, &m, sizeof(m)));
+		if (m.flags & CHURN_CLOSE)
+			break;
+	}
+	WT_CHECK(rc >= 0);
+	WT_CHECK(weft_io_close(fd) == 0);
+	return NULL;
+}
+
+static void *churn_acceptor(void *arg)
+{
+	struct churn *c = arg;
+	weft_attr_t a;
+
+	weft_attr_init(&a);
+	a.stack_size = 64 * 1024;
+	for (;;) {
+		int fd = weft_io_accept(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		WT_CHECK(fd >= 0);
+		if (fd < 0)
+			break;
+		/* the stop connection is made after the flag's store (the
+		 * test body's connect), and every client's before it, so a
+		 * connection accepted without the flag is a client's.
+		 * seq_cst: the flag and the connect/accept hand-off through
+		 * the kernel are the only order between the two threads */
+		if (atomic_load_explicit(&c->stop, memory_order_seq_cst)) {
+			close(fd);
+			break;
+		}
+		atomic_fetch_add_explicit(&c->accepted, 1, memory_order_relaxed);
+		WT_CHECK(c->nhandlers < CHURN_CONNS);
+		if (c->nhandlers >= CHURN_CONNS ||
+		    weft_spawn(&c->handlers[c->nhandlers], churn_handler, (void *)(intptr_t)fd, &a) != 0) {
+			WT_CHECK(!"handler spawned");
+			close(fd);
+			break;
+		}
+		c->nhandlers++;
+	}
+	return NULL;
+}
+
+static void *churn_client(void *arg)
+{
+	struct churn *c = churn_ctx;
+	int slot = (int)(intptr_t)arg;
+
+	for (int r = 0; r < CHURN_ROUNDS && !atomic_load(&wt_failure); r++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		char x;
+
+		WT_CHECK(fd >= 0);
+		if (fd < 0)
+			return NULL;
+		if (weft_io_connect(fd, (struct sockaddr *)&c->sa, sizeof(c->sa)) != 0) {
+			WT_CHECK(!"connect");
+			close(fd);
+			return NULL;
+		}
+		atomic_fetch_add_explicit(&c->opened, 1, memory_order_relaxed);
+		for (int q = 0; q < CHURN_REQS; q++) {
+			struct churn_msg m = { slot, r, q, 0 }, b;
+
+			if ((r & 1) && q == CHURN_REQS - 1)
+				m.flags = CHURN_CLOSE;
+			if (!send_all(fd, &m, sizeof(m))) {
+				WT_CHECK(!"request sent");
+				break;
+			}
+			atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
+			if (churn_recv(fd, &b) != 1) {
+				WT_CHECK(!"response received");
+				break;
+			}
+			WT_CHECK(b.slot == slot && b.round == r && b.req == ~q &&
+				 b.flags == (m.flags | 0x100));
+			atomic_fetch_add_explicit(&c->received, 1, memory_order_relaxed);
+		}
+		/* odd rounds: the server closes after the response, and
+		 * nothing else arrives (a duplicated response would) */
+		if (r & 1)
+			WT_CHECK(weft_io_recv(fd, &x, 1, 0) == 0);
+		WT_CHECK(weft_io_close(fd) == 0);
+	}
+	return NULL;
+}
+
+START_TEST(churn_exact_counts)
+{
+	struct churn *c = calloc(1, sizeof(*c));
+	weft_thread_t cl[CHURN_SLOTS], acc;
+	long dups = 0, lost = 0;
+	int sfd;
+
+	ck_assert_ptr_nonnull(c);
+	wt_init(_i);
+	churn_ctx = c;
+	c->lfd = listen_loopback(&c->sa, CHURN_SLOTS * 2);
+	acc = spawn_on(-1, churn_acceptor, c);
+	for (int i = 0; i < CHURN_SLOTS; i++)
+		cl[i] = spawn_on(i, churn_client, (void *)(intptr_t)i);
+	for (int i = 0; i < CHURN_SLOTS; i++)
+		join(cl[i]);
+	/* seq_cst: see churn_acceptor */
+	atomic_store_explicit(&c->stop, 1, memory_order_seq_cst);
+	sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(sfd, 0);
+	ck_assert_int_eq(connect(sfd, (struct sockaddr *)&c->sa, sizeof(c->sa)), 0);
+	join(acc);
+	close(sfd);
+	for (int i = 0; i < c->nhandlers; i++)
+		join(c->handlers[i]);
+	close(c->lfd);
+	wt_assert_no_failure();
+	for (int s = 0; s < CHURN_SLOTS; s++)
+		for (int r = 0; r < CHURN_ROUNDS; r++)
+			for (int q = 0; q < CHURN_REQS; q++) {
+				int n = atomic_load(&c->tab[s][r][q]);
+
+				lost += n == 0;
+				dups += n > 1;
+			}
+	printf("churn [%s]: %ld connections opened, %ld accepted; %ld requests sent, %ld served, "
+	       "%ld answered\n", wt_configs[_i].name, atomic_load(&c->opened), atomic_load(&c->accepted),
+	       atomic_load(&c->sent), atomic_load(&c->served), atomic_load(&c->received));
+	ck_assert_msg(lost == 0 && dups == 0, "%ld requests never served, %ld served twice", lost, dups);
+	ck_assert_int_eq(atomic_load(&c->opened), CHURN_CONNS);
+	ck_assert_int_eq(atomic_load(&c->accepted), CHURN_CONNS);
+	ck_assert_int_eq(c->nhandlers, CHURN_CONNS);
+	ck_assert_int_eq(atomic_load(&c->sent), CHURN_CONNS * CHURN_REQS);
+	ck_assert_int_eq(atomic_load(&c->served), CHURN_CONNS * CHURN_REQS);
+	ck_assert_int_eq(atomic_load(&c->received), CHURN_CONNS * CHURN_REQS);
+	wt_shutdown();
+	free(c);
+}
+END_TEST
+
 /* Many pairs ping-ponging on a few workers: threads get stolen and resume
  * on other workers between calls; every byte still arrives in order. */
 enum { PAIRS = 16, ROUNDS = 300 };
@@ -2067,6 +2280,7 @@ static Suite *io_suite(void)
 
 	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, thousand_connections, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, churn_exact_counts, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, migrating_pairs, 0, wt_nconfigs);
 	return s;
 }
