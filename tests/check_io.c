@@ -2184,6 +2184,178 @@ START_TEST(uring_defer_switch)
 END_TEST
 
 
+/* Every io_uring feature the runtime probes or tries has a fallback for
+ * kernels without it, and each fallback is reached here on a kernel that
+ * has the feature: WEFT_FAULT (runtime/fault.c) makes the kernel refuse it
+ * as an older one does (EINVAL for a setup flag, an SQE flag or a poll
+ * mode; an opcode missing from the probe; the ring fd not registered),
+ * and the I/O must still work. Per refusal: TCP echo across workers with
+ * exact bytes, a read whose completion wakes a sleeping worker, a receive
+ * that times out (linked timeout), an accept and receives that have to
+ * wait (ACCEPT_DONTWAIT, POLL_FIRST), and wakes of a thread pinned to a
+ * sleeping worker (kicks); then weft_io_backend() must show the fallback
+ * (the mode stepped down to, the offload pool, "kick=eventfd one-shot",
+ * "refused: ..."). Where the kernel itself lacks what the refusal takes
+ * away (or gives no io_uring at all), only the I/O is checked. Before the
+ * knobs, the one-shot kick, the accept and POLL_FIRST retries, the
+ * per-opcode fallback and every setup mode but the best were reached only
+ * on older kernels, never in this suite. */
+enum { RF_ROUNDS = 50, RF_KICKS = 8 };
+
+static const struct refusal {
+	const char *fault;        /* WEFT_FAULT, %x: ringflags/noops mask */
+	unsigned long long mask;
+	unsigned need;            /* setup flags the kernel must take (uring_probe) */
+	const char *want, *unwanted;   /* in weft_io_backend(), or not */
+} refusals[] = {
+	/* a 6.0 kernel: no DEFER_TASKRUN, mode 2 */
+	{ "ringflags:%#llx", IORING_SETUP_DEFER_TASKRUN,
+	  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	  "SINGLE_ISSUER|COOP_TASKRUN|TASKRUN_FLAG", "DEFER_TASKRUN" },
+	/* 5.19: no SINGLE_ISSUER either, mode 3 */
+	{ "ringflags:%#llx", IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER,
+	  IORING_SETUP_SINGLE_ISSUER, "(COOP_TASKRUN|TASKRUN_FLAG", "SINGLE_ISSUER" },
+	/* 5.18: none of the TASKRUN modes, mode 4 */
+	{ "ringflags:%#llx", IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
+	  IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	  IORING_SETUP_COOP_TASKRUN, "(SUBMIT_ALL;", "TASKRUN" },
+	/* before 5.18: no SUBMIT_ALL (the best mode without it) */
+	{ "ringflags:%#llx", IORING_SETUP_SUBMIT_ALL, IORING_SETUP_SUBMIT_ALL, "io_uring on",
+	  "SUBMIT_ALL" },
+	/* every mode refused (before 5.6: no CQSIZE): the offload pool */
+	{ "ringflags:%#llx", IORING_SETUP_CQSIZE, 0, "io_uring unavailable: Invalid argument",
+	  "io_uring on" },
+	/* no read/write opcodes (before 5.6): files and pipes per call on
+	 * the fallback, sockets on the ring */
+	{ "noops:%#llx", 1ull << IORING_OP_READ | 1ull << IORING_OP_WRITE | 1ull << IORING_OP_READV |
+	  1ull << IORING_OP_WRITEV, 0, "io_uring on", NULL },
+	/* no opcode at all (no probe): no POLL_ADD for the kick, the pool */
+	{ "noops:%#llx", ~0ull, 0, "io_uring unavailable: Function not implemented", "io_uring on" },
+	{ "nokickmulti", 0, 0, "kick=eventfd one-shot", NULL },
+	{ "noacceptdontwait", 0, 0, "refused: ACCEPT_DONTWAIT", NULL },
+	{ "nopollfirst", 0, 0, "RECVSEND_POLL_FIRST", NULL },
+	{ "noringfd", 0, 0, "registered ring fd", NULL },
+};
+#define NREFUSALS ((int)(sizeof(refusals) / sizeof(refusals[0])))
+
+static weft_sem_t rf_sem[2];
+
+/* Ping-pong of RF_KICKS rounds between threads pinned to workers 0 and 1;
+ * each waits 1 ms before its post, so the other worker has gone to sleep
+ * in its ring and the post must kick it. */
+static void *rf_kicker(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+
+	for (int i = 0; i < RF_KICKS; i++) {
+		if (me == 1 || i > 0)
+			WT_CHECK(weft_sem_timedwait(&rf_sem[me], weft_now_ns() + DEFER_TMO_NS) == 0);
+		weft_sleep_ns(1000000);
+		WT_CHECK(weft_sem_post(&rf_sem[!me]) == 0);
+	}
+	if (me == 0)
+		WT_CHECK(weft_sem_timedwait(&rf_sem[0], weft_now_ns() + DEFER_TMO_NS) == 0);
+	return NULL;
+}
+
+/* The accept must wait: the client connects 2 ms after the server's
+ * accept started. */
+static void *rf_late_client(void *arg)
+{
+	weft_sleep_ns(2000000);
+	return defer_echo_client(arg);
+}
+
+START_TEST(feature_refusals)
+{
+	const struct refusal *rf = &refusals[_i];
+	const char *env = getenv("WEFT_FEATURES");
+	char fault[64], feats[256], desc[256], saved[256] = "";
+	weft_config_t cfgs = WEFT_CONFIG_INITIALIZER;
+	struct tcp_ctx c = { .rounds = RF_ROUNDS };
+	weft_thread_t s, cl, rd, wr, k0, k1;
+	weft_stats_t a, b;
+	bool checkable;
+	int p[2];
+
+	snprintf(fault, sizeof(fault), rf->fault, rf->mask);
+	/* URING on even in the NO_URING run (check_io_nouring.sh): the
+	 * refusals are of io_uring features (the last mention wins) */
+	snprintf(feats, sizeof(feats), "%s%sURING", env ? env : wt_features ? wt_features : "",
+		 (env && *env) || (!env && wt_features && *wt_features) ? "," : "");
+	if (env) {
+		snprintf(saved, sizeof(saved), "%s", env);
+		setenv("WEFT_FEATURES", feats, 1);
+	}
+	setenv("WEFT_FAULT", fault, 1);
+	cfgs.features = feats;
+	ck_assert_int_eq(weft_init(&cfgs), 0);
+	unsetenv("WEFT_FAULT");
+	if (env)
+		setenv("WEFT_FEATURES", saved, 1);
+	ck_assert_int_eq(weft_sem_init(&rf_sem[0], 0), 0);
+	ck_assert_int_eq(weft_sem_init(&rf_sem[1], 0), 0);
+	ck_assert_int_eq(weft_stats_get(&a), 0);
+	/* echo across workers; the accept and the receives wait */
+	c.lfd = listen_loopback(&c.sa, 16);
+	s = spawn_on(0, defer_echo_server, &c);
+	cl = spawn_on(1, rf_late_client, &c);
+	join(cl);
+	join(s);
+	close(c.lfd);
+	/* a read whose completion wakes a sleeping worker */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	rd = spawn_on(0, defer_sleepy_reader, p);
+	wr = spawn_on(1, fb_writer, (void *)(intptr_t)p[1]);
+	join(wr);
+	join(rd);
+	close(p[0]);
+	close(p[1]);
+	/* linked timeout, then traffic on the same socket */
+	run_on_socketpair(defer_timeout);
+	/* kicks */
+	k0 = spawn_on(0, rf_kicker, (void *)0);
+	k1 = spawn_on(1, rf_kicker, (void *)1);
+	join(k0);
+	join(k1);
+	ck_assert_int_eq(weft_stats_get(&b), 0);
+	wt_assert_no_failure();
+	join(spawn_on(0, backend_probe, desc));
+	printf("feature_refusals %s: %s; kicks %llu\n", fault, desc,
+	       (unsigned long long)(b.kicks - a.kicks));
+	checkable = !WT_ON_VALGRIND() && uring_probe(0) && (!rf->need || uring_probe(rf->need));
+	if (checkable) {
+		ck_assert_msg(strstr(desc, rf->want), "WEFT_FAULT=%s: want \"%s\" in: %s", fault,
+			      rf->want, desc);
+		ck_assert_msg(!rf->unwanted || !strstr(desc, rf->unwanted),
+			      "WEFT_FAULT=%s: \"%s\" in: %s", fault, rf->unwanted, desc);
+		if (weft_workers() > 1 && strstr(desc, "io_uring on"))
+			ck_assert_uint_gt(b.kicks - a.kicks, 0);
+		if (strstr(fault, "noops") && strstr(desc, "io_uring on")) {
+			/* the refused opcodes took the fallback: a pipe's
+			 * write and read (that waits) cost no SQE */
+			ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+			ck_assert_int_eq(weft_stats_get(&a), 0);
+			rd = spawn_on(0, defer_sleepy_reader, p);
+			wr = spawn_on(1, fb_writer, (void *)(intptr_t)p[1]);
+			join(wr);
+			join(rd);
+			ck_assert_int_eq(weft_stats_get(&b), 0);
+			close(p[0]);
+			close(p[1]);
+			wt_assert_no_failure();
+			ck_assert_uint_eq(b.io_sqes - a.io_sqes, 0);
+		}
+	} else {
+		printf("feature_refusals %s: no io_uring here, or the kernel lacks the feature: "
+		       "only the I/O is checked\n", fault);
+	}
+	ck_assert_int_eq(weft_sem_destroy(&rf_sem[0]), 0);
+	ck_assert_int_eq(weft_sem_destroy(&rf_sem[1]), 0);
+	wt_shutdown();
+}
+END_TEST
+
 /* A completion must wake a worker that sleeps with no other deadline:
  * every worker idle (deep) and past its stack trim, the writer a plain OS
  * thread, the wait bounded by the test's own clock (a linked timeout's
@@ -2268,6 +2440,7 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, hinted_timeouts, 0, wt_nconfigs);
 	tcase_add_test(tc, sq_full_yield);
 	tcase_add_loop_test(tc, uring_defer_switch, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, feature_refusals, 0, NREFUSALS);
 	tcase_add_loop_test(tc, sleeper_wake, 0, wt_nconfigs);
 
 	tc = wt_tcase(s, "os_thread", 30);
