@@ -1890,14 +1890,28 @@ struct race_arg {
 	int fd;
 	_Atomic int stop;
 	_Atomic int send_errno;   /* a failed send: its errno (else 0) */
+	_Atomic int sender_done;
 };
 
+static _Atomic int race_done;
+
+/* The sender stops when the receiver is done (race_done) or the test body
+ * says so (stop). It must not outlive the receiver by much: once nobody
+ * reads, every send fills the socket buffer (a 1-byte AF_UNIX send
+ * charges a whole skb, ~1 KiB, to it), and after a few hundred the send
+ * blocks for good. It used to stop only at the stop flag, which the test
+ * body sets after its 10 ms polls and the receiver's join: on a loaded
+ * machine that came late enough for the sender to block in a send and the
+ * join of it to hang until the tcase timeout (reproduced by delaying the
+ * flag 300 ms: all three configurations timed out). The test body also
+ * drains the socket until the sender is out, for a send already blocked. */
 static void *race_sender(void *arg)
 {
 	struct race_arg *r = arg;
 
-	/* relaxed: a stop flag; the join orders everything else */
-	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+	/* relaxed: stop flags; the join orders everything else */
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed) &&
+	       !atomic_load_explicit(&race_done, memory_order_relaxed)) {
 		weft_sleep_ns(100000);
 		if (weft_io_send(r->fd, "x", 1, 0) != 1) {
 			atomic_store(&r->send_errno, weft_errno());
@@ -1905,10 +1919,10 @@ static void *race_sender(void *arg)
 			break;
 		}
 	}
+	/* relaxed: read by the test body's drain loop, a stop flag */
+	atomic_store_explicit(&r->sender_done, 1, memory_order_relaxed);
 	return NULL;
 }
-
-static _Atomic int race_done;
 
 static void *race_receiver(void *arg)
 {
@@ -1946,6 +1960,7 @@ START_TEST(timeout_cancel_race)
 	r.fd = sv[1];
 	atomic_init(&r.stop, 0);
 	atomic_init(&r.send_errno, 0);
+	atomic_init(&r.sender_done, 0);
 	atomic_store(&race_done, 0);
 	s = spawn_on(-1, race_sender, &r);
 	rv = spawn_on(-1, race_receiver, &sv[0]);
@@ -1961,6 +1976,14 @@ START_TEST(timeout_cancel_race)
 	join(rv);
 	/* relaxed: see race_sender */
 	atomic_store_explicit(&r.stop, 1, memory_order_relaxed);
+	/* drain what the sender sent after the receiver ended, so that a
+	 * send blocked on a full buffer completes (see race_sender) */
+	while (!atomic_load_explicit(&r.sender_done, memory_order_relaxed)) {
+		char buf[256];
+
+		if (recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			usleep(1000);
+	}
 	join(s);
 	if (atomic_load(&r.send_errno))
 		fprintf(stderr, "timeout_cancel_race: a send failed: %s\n",
