@@ -1185,7 +1185,7 @@ END_TEST
 #ifdef __SANITIZE_THREAD__
 enum { CHURN_SLOTS = 8, CHURN_ROUNDS = 8, CHURN_REQS = 3 };
 #else
-enum { CHURN_SLOTS = 16, CHURN_ROUNDS = 24, CHURN_REQS = 3 };
+enum { CHURN_SLOTS = 16, CHURN_ROUNDS = 16, CHURN_REQS = 3 };
 #endif
 enum { CHURN_CONNS = CHURN_SLOTS * CHURN_ROUNDS, CHURN_CLOSE = 1 };
 
@@ -2223,7 +2223,7 @@ END_TEST
  * knobs, the one-shot kick, the accept and POLL_FIRST retries, the
  * per-opcode fallback and every setup mode but the best were reached only
  * on older kernels, never in this suite. */
-enum { RF_ROUNDS = 50, RF_KICKS = 8 };
+enum { RF_ROUNDS = 50, RF_KICKS = 4 };
 
 static const struct refusal {
 	const char *fault;        /* WEFT_FAULT, %x: ringflags/noops mask */
@@ -2281,6 +2281,33 @@ static void *rf_kicker(void *arg)
 	return NULL;
 }
 
+/* fb_writer and defer_timeout, shorter: 2 ms before the write, a 2 ms
+ * timeout */
+static void *rf_writer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[FB_BYTES];
+
+	for (int i = 0; i < FB_BYTES; i++)
+		buf[i] = (char)(i * 7 + 3);
+	weft_sleep_ns(2000000);
+	WT_CHECK(write_all(fd, buf, sizeof(buf)));
+	return NULL;
+}
+
+static void *rf_timeout(void *arg)
+{
+	int *sv = arg;
+	char c;
+
+	WT_CHECK(weft_io_set_timeout(2000000) == 0);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == -1 && weft_errno() == ETIMEDOUT);
+	WT_CHECK(weft_io_set_timeout(DEFER_TMO_NS) == 0);
+	WT_CHECK(weft_io_send(sv[1], "k", 1, 0) == 1);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == 1 && c == 'k');
+	return NULL;
+}
+
 /* The accept must wait: the client connects 2 ms after the server's
  * accept started. */
 static void *rf_late_client(void *arg)
@@ -2329,13 +2356,13 @@ START_TEST(feature_refusals)
 	/* a read whose completion wakes a sleeping worker */
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	rd = spawn_on(0, defer_sleepy_reader, p);
-	wr = spawn_on(1, fb_writer, (void *)(intptr_t)p[1]);
+	wr = spawn_on(1, rf_writer, (void *)(intptr_t)p[1]);
 	join(wr);
 	join(rd);
 	close(p[0]);
 	close(p[1]);
 	/* linked timeout, then traffic on the same socket */
-	run_on_socketpair(defer_timeout);
+	run_on_socketpair(rf_timeout);
 	/* kicks */
 	k0 = spawn_on(0, rf_kicker, (void *)0);
 	k1 = spawn_on(1, rf_kicker, (void *)1);
@@ -2360,7 +2387,7 @@ START_TEST(feature_refusals)
 			ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 			ck_assert_int_eq(weft_stats_get(&a), 0);
 			rd = spawn_on(0, defer_sleepy_reader, p);
-			wr = spawn_on(1, fb_writer, (void *)(intptr_t)p[1]);
+			wr = spawn_on(1, rf_writer, (void *)(intptr_t)p[1]);
 			join(wr);
 			join(rd);
 			ck_assert_int_eq(weft_stats_get(&b), 0);
