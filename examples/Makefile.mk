@@ -41,7 +41,7 @@ examples_http_server_LDADD = $(EX_LDADD)
 examples_echo_server_LDADD = $(EX_LDADD)
 examples_echo_client_LDADD = -lpthread
 examples_kick_pingpong_LDADD = $(EX_LDADD)
-dist_noinst_SCRIPTS += examples/run-http.sh
+dist_noinst_SCRIPTS += examples/run-http.sh examples/run-echo.sh
 
 # The wake path at scale: the pgbench-shaped dispatcher and hackbench (perf
 # bench sched messaging); scale.sh runs them with sembench and weft-micro

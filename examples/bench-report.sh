@@ -28,7 +28,9 @@
 #       pipeline    the stage pipeline (seed 003), 2 workers and 1, SYNC_WAKE A/B
 #       wake-scale  sembench -o 3 at WEFT_WORKERS=2, 16, 64 (issue 14 targets)
 #       locks       test-mutex ceiling (--work-ns=0 V 1) and many waiters
-#       echo        echo-server (weft, epoll, pthread) with echo-client
+#       echo        echo-server (weft, epoll, pthread) with echo-client, at
+#                   ECHO_CONNS connections (default "10 100 1000"; quick
+#                   "10 100"; examples/run-echo.sh runs the same by itself)
 #       http        examples/run-http.sh (needs wrk and nginx; else skipped)
 #       and, when they are built or present: dispatcher, hackbench, scale
 #       (examples/scale.sh), gang, rwlock, cond (lock benchmarks), preload
@@ -294,8 +296,8 @@ wait_port() {
 }
 
 suite_echo() {
-	local r c impl conns="10 100 1000" secs=5 spid
-	[ -n "$QUICK" ] && { conns="10 100"; secs=2; }
+	local r c impl conns=${ECHO_CONNS:-"10 100 1000"} secs=5 spid
+	[ -n "$QUICK" ] && { conns=${ECHO_CONNS:-"10 100"}; secs=2; }
 	ulimit -n 16384 2>/dev/null || ulimit -n 4096 2>/dev/null
 	for r in $(seq 1 "$REPS"); do
 		for c in $conns; do

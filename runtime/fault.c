@@ -2,9 +2,24 @@
  * runtime/fault.c - fault injection for the tests: WEFT_FAULT=alloc:N
  * fails the N-th internal allocation, WEFT_FAULT=sqfull:N makes the next N
  * io_uring SQE requests find the SQ full (guard:N is runtime/stack.c's).
- * Both are off (0) unless the variable names them; weft_init resets them
- * (wft_fault_reset_unsafe) before any worker starts. Also wft_malloc, the
- * allocator that goes through the injector.
+ * The feature refusals make the kernel (or liburing) answer as one without
+ * an io_uring feature would, so each fallback runs on a kernel that has
+ * the feature:
+ *   ringflags:MASK  io_uring_setup fails with EINVAL for every setup mode
+ *                   whose flags include one of MASK (IORING_SETUP_* bits,
+ *                   strtoul syntax: 0x2000 is DEFER_TASKRUN), as on a
+ *                   kernel that lacks those flags (runtime/uring.c Setup);
+ *   noops:MASK      the opcode probe reports the IORING_OP_* whose bit is
+ *                   in MASK (opcodes below 64) unsupported;
+ *   nokickmulti     the kick's multishot poll is refused (EINVAL);
+ *   noacceptdontwait, nopollfirst   accept's IORING_ACCEPT_DONTWAIT and a
+ *                   receive's IORING_RECVSEND_POLL_FIRST are refused (EINVAL);
+ *   noringfd        the ring fd is not registered (as if the kernel
+ *                   refused it).
+ * Knobs combine separated by commas (alloc, sqfull and guard must come
+ * first). All are off unless the variable names them; weft_init resets
+ * them (wft_fault_reset_unsafe) before any worker starts. Also
+ * wft_malloc, the allocator that goes through the injector.
  */
 #include "runtime/fault.h"
 
@@ -44,9 +59,49 @@ bool wft_fault_sqfull_take(void)
 	return false;
 }
 
+/* The feature refusals (see the top of this file). 0 = off. */
+_Atomic unsigned wft_fault_ringflags;
+_Atomic unsigned long long wft_fault_noops;
+_Atomic unsigned wft_fault_refuse;
+
 void *wft_malloc(size_t n)
 {
 	return wft_fault_alloc() ? NULL : malloc(n);
+}
+
+/* The refusals named in e, a comma-separated list (other names are
+ * ignored: alloc, sqfull and guard are read from the start of e). */
+static void parse_refusals(const char *e)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {
+		{ "nokickmulti", WFT_FAULT_KICK_MULTISHOT },
+		{ "noacceptdontwait", WFT_FAULT_ACCEPT_DONTWAIT },
+		{ "nopollfirst", WFT_FAULT_POLL_FIRST },
+		{ "noringfd", WFT_FAULT_RING_FD },
+	};
+	unsigned ringflags = 0, refuse = 0;
+	unsigned long long noops = 0;
+
+	while (e && *e) {
+		size_t len = strcspn(e, ",");
+
+		if (len > 10 && strncmp(e, "ringflags:", 10) == 0)
+			ringflags |= (unsigned)strtoul(e + 10, NULL, 0);
+		else if (len > 6 && strncmp(e, "noops:", 6) == 0)
+			noops |= strtoull(e + 6, NULL, 0);
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (len == strlen(names[i].name) && strncmp(e, names[i].name, len) == 0)
+				refuse |= names[i].bit;
+		e += len;
+		if (*e == ',')
+			e++;
+	}
+	atomic_store_explicit(&wft_fault_ringflags, ringflags, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_noops, noops, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_refuse, refuse, memory_order_relaxed);
 }
 
 void wft_fault_reset_unsafe(const char *e)
@@ -59,4 +114,5 @@ void wft_fault_reset_unsafe(const char *e)
 	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
 		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
 	}
+	parse_refusals(e);
 }

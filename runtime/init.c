@@ -18,6 +18,7 @@
 #include "runtime/sanitizer.h"
 #include "runtime/env.h"
 #include "runtime/stack.h"
+#include "runtime/uring.h"
 
 #ifdef HAVE_VALGRIND_VALGRIND_H
 int wft_vg_running;
@@ -227,6 +228,7 @@ static void reset_unsafe(void)
 	const char *e = getenv("WEFT_FAULT");
 
 	wft_fault_reset_unsafe(e);
+	wft_uring_reset_unsafe();
 	/* WEFT_FAULT=guard:N: the next N guard-marker installs fail with
 	 * ENOMEM (runtime/stack.c "Guard fallback") */
 	wft_stack_runtime_init(e && strncmp(e, "guard:", 6) == 0 ? atol(e + 6) : 0);

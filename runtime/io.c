@@ -495,15 +495,19 @@ static ssize_t fb_sock(enum sock_kind k, int fd, void *buf, size_t len, struct m
 #define IORING_ACCEPT_DONTWAIT (1U << 1)
 #endif
 
-/* The kernel rejected IORING_ACCEPT_DONTWAIT once: skip phase 1 for accept.
- * relaxed: a sticky hint; a stale 0 only costs one more EINVAL round. */
-static _Atomic int accept_dontwait_bad;
-
-/* Phase 2 of a receive runs after phase 1 found the socket empty, so it
+/* The kernel rejected IORING_ACCEPT_DONTWAIT once: skip phase 1 for accept
+ * (WFT_URING_NO_ACCEPT_DONTWAIT in wft_uring_refused, uring.h: a sticky
+ * hint for the runtime's life; a stale 0 only costs one more EINVAL round).
+ *
+ * Phase 2 of a receive runs after phase 1 found the socket empty, so it
  * asks the kernel to arm its poll before trying (IORING_RECVSEND_POLL_FIRST,
  * 5.19): one failed receive attempt less per waiting recv. Kernels that
- * reject it (EINVAL) set this sticky hint. relaxed: as accept_dontwait_bad. */
-static _Atomic int poll_first_bad;
+ * reject it (EINVAL) set WFT_URING_NO_POLL_FIRST, the same kind of hint.
+ *
+ * WEFT_FAULT=noacceptdontwait / nopollfirst (runtime/fault.c) add a flag
+ * bit no kernel knows to the SQE that carries the feature, so a kernel
+ * that has it refuses the SQE as an older one does and the tests reach
+ * these fallbacks. */
 
 /* Wait hint: descriptors below HINT_FDS (128 KiB of table) get one; a
  * phase 1 that found nothing sets it to HINT_PROBE_EVERY, and each later
@@ -574,13 +578,15 @@ static void op_prep(struct io_uring_sqe *sqe, enum op_kind k, const struct oparg
 	case K_ACCEPT:
 		io_uring_prep_accept(sqe, a->fd, a->addr, a->addrlen, a->flags);
 		if (nowait)
-			sqe->ioprio |= IORING_ACCEPT_DONTWAIT;
+			sqe->ioprio |= IORING_ACCEPT_DONTWAIT |
+				       (wft_fault_refused(WFT_FAULT_ACCEPT_DONTWAIT) ? WFT_FAULT_BAD_FLAG : 0);
 		break;
 	}
 	if (nowait && k <= K_WRITEV)
 		sqe->rw_flags |= RWF_NOWAIT;
 	if (how == PREP_WAIT_POLL_FIRST && (k == K_RECV || k == K_RECVMSG))
-		sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+		sqe->ioprio |= IORING_RECVSEND_POLL_FIRST |
+			       (wft_fault_refused(WFT_FAULT_POLL_FIRST) ? WFT_FAULT_BAD_FLAG : 0);
 }
 
 /* Does the caller want EAGAIN instead of waiting? 1 if fd is O_NONBLOCK (and
@@ -607,8 +613,7 @@ static bool skip_phase1(enum op_kind k, const struct opargs *a)
 {
 	if ((k == K_RECV || k == K_RECVMSG) && (a->flags & MSG_WAITALL))
 		return true;
-	/* relaxed: see accept_dontwait_bad */
-	return k == K_ACCEPT && atomic_load_explicit(&accept_dontwait_bad, memory_order_relaxed);
+	return k == K_ACCEPT && wft_uring_is_refused(WFT_URING_NO_ACCEPT_DONTWAIT);
 }
 
 /* The plain syscall of a two-phase operation on an O_NONBLOCK descriptor
@@ -663,9 +668,7 @@ static inline _Atomic uint8_t *hint_of(int fd, bool out)
  * data is not there yet), unless the kernel rejected that once. */
 static inline int wait_form(void)
 {
-	/* relaxed: see poll_first_bad */
-	return atomic_load_explicit(&poll_first_bad, memory_order_relaxed) ? PREP_WAIT
-									   : PREP_WAIT_POLL_FIRST;
+	return wft_uring_is_refused(WFT_URING_NO_POLL_FIRST) ? PREP_WAIT : PREP_WAIT_POLL_FIRST;
 }
 
 static inline bool is_out(enum op_kind k)
@@ -723,8 +726,7 @@ static ssize_t uring_op(struct wft_worker *w, enum op_kind k, const struct oparg
 		nb = nonblocking(a->fd);
 		if (nb)
 			return nb < 0 ? io_ret(nb) : op_syscall(k, a);
-		/* relaxed: a sticky hint (accept_dontwait_bad) */
-		atomic_store_explicit(&accept_dontwait_bad, 1, memory_order_relaxed);
+		wft_uring_refuse(WFT_URING_NO_ACCEPT_DONTWAIT);
 	} else if (res == -EAGAIN || res == -EWOULDBLOCK) {
 		nb = nonblocking(a->fd);
 		if (nb)
@@ -744,9 +746,8 @@ wait:
 	res = uop_wait(w, &op);
 	if (res == -EINVAL && how == PREP_WAIT_POLL_FIRST && (k == K_RECV || k == K_RECVMSG)) {
 		/* maybe a kernel without POLL_FIRST: once more without it (a
-		 * genuine EINVAL comes back again). relaxed: a sticky hint
-		 * (poll_first_bad) */
-		atomic_store_explicit(&poll_first_bad, 1, memory_order_relaxed);
+		 * genuine EINVAL comes back again) */
+		wft_uring_refuse(WFT_URING_NO_POLL_FIRST);
 		w = wft_worker_self();   /* I2 */
 		op_prep(uop_begin(w, &op, io_timeout()), k, a, PREP_WAIT);
 		res = uop_wait(w, &op);

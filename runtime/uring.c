@@ -83,7 +83,12 @@
  * futex and its threads' I/O takes the fallback of runtime/io.c. The choice
  * is reported by wft_uring_describe() (weft_io_backend(), WEFT_STATS). The
  * opcodes the I/O layer uses are probed too; an unsupported one falls back
- * per call.
+ * per call. Features met missing after setup (the kick's multishot poll,
+ * accept's DONTWAIT, a receive's POLL_FIRST, the registered ring fd) are
+ * recorded in wft_uring_refused (uring.h), used by the whole runtime from
+ * then on, and reported too. WEFT_FAULT's refusals (runtime/fault.c) make
+ * a kernel that has a feature answer as one without it, for each of
+ * these (check_io feature_refusals).
  *
  * Batching. A weft thread that does I/O only queues its SQE and parks. Its
  * worker's scheduling loop calls wft_uring_poll() at every pick, which
@@ -231,6 +236,25 @@ static _Atomic int last_err;            /* errno of the last failed setup */
 enum { OFF_NOT = 0, OFF_FEATURE, OFF_VALGRIND };
 static _Atomic int disabled_by; /* OFF_*: NO_URING, or running on Valgrind */
 
+/* Features the kernel refused after setup (uring.h wft_uring_refused). */
+_Atomic unsigned wft_uring_refused;
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} refused_names[] = {
+	{ WFT_URING_NO_KICK_MULTISHOT, "multishot kick poll" },
+	{ WFT_URING_NO_ACCEPT_DONTWAIT, "ACCEPT_DONTWAIT" },
+	{ WFT_URING_NO_POLL_FIRST, "RECVSEND_POLL_FIRST" },
+	{ WFT_URING_NO_RING_FD, "registered ring fd" },
+};
+
+void wft_uring_reset_unsafe(void)
+{
+	/* relaxed: no worker runs yet */
+	atomic_store_explicit(&wft_uring_refused, 0, memory_order_relaxed);
+}
+
 static const struct {
 	unsigned flag;
 	const char *name;
@@ -267,7 +291,11 @@ static int ring_create(struct wft_uring *r)
 			p.flags = setup_modes[i] | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP |
 				  (all ? IORING_SETUP_SUBMIT_ALL : 0);
 			p.cq_entries = URING_CQ_ENTRIES;
-			rc = io_uring_queue_init_params(URING_SQ_ENTRIES, &r->ring, &p);
+			/* WEFT_FAULT=ringflags: a kernel without these flags */
+			if (p.flags & atomic_load_explicit(&wft_fault_ringflags, memory_order_relaxed))
+				rc = -EINVAL;
+			else
+				rc = io_uring_queue_init_params(URING_SQ_ENTRIES, &r->ring, &p);
 			if (rc == 0) {
 				r->setup_flags = p.flags & ~(unsigned)(IORING_SETUP_CQSIZE |
 								       IORING_SETUP_CLAMP);
@@ -291,6 +319,8 @@ static void probe_ops(struct wft_uring *r)
 		if (io_uring_opcode_supported(p, (int)op))
 			r->ops[op / 64] |= 1ull << (op % 64);
 	io_uring_free_probe(p);
+	/* WEFT_FAULT=noops: a kernel without these opcodes */
+	r->ops[0] &= ~(uint64_t)atomic_load_explicit(&wft_fault_noops, memory_order_relaxed);
 }
 
 /* Queue the kick poll on efd (see Kick). Owner. Returns false if the SQ has
@@ -305,6 +335,10 @@ static bool arm_kick(struct wft_uring *r)
 		io_uring_prep_poll_add(sqe, r->efd, POLLIN);
 	else
 		io_uring_prep_poll_multishot(sqe, r->efd, POLLIN);
+	/* WEFT_FAULT=nokickmulti: a flag the kernel does not know makes it
+	 * refuse the poll with EINVAL, as one without multishot poll does */
+	if (!r->kick_oneshot && wft_fault_refused(WFT_FAULT_KICK_MULTISHOT))
+		sqe->len |= WFT_FAULT_BAD_FLAG;
 	io_uring_sqe_set_data64(sqe, WFT_URING_TAG_KICK);
 	r->kick_armed = true;
 	return true;
@@ -360,8 +394,10 @@ int wft_uring_setup(struct wft_worker *w)
 		goto fallback;
 	}
 	/* A registered ring fd saves the fd lookup of every io_uring_enter
-	 * (5.18+); without it everything still works. */
-	(void)io_uring_register_ring_fd(&r->ring);
+	 * (5.18+); without it everything still works (WEFT_FAULT=noringfd
+	 * skips it, as a refusal would). */
+	if (wft_fault_refused(WFT_FAULT_RING_FD) || io_uring_register_ring_fd(&r->ring) != 1)
+		wft_uring_refuse(WFT_URING_NO_RING_FD);
 	arm_kick(r);
 	atomic_store_explicit(&last_flags, r->setup_flags, memory_order_relaxed);
 	atomic_store_explicit(&slot_state[w->id], SLOT_RING, memory_order_relaxed);
@@ -445,8 +481,10 @@ static void kick_cqe(struct wft_uring *r, int res, unsigned flags)
 	if (!(flags & IORING_CQE_F_MORE)) {
 		r->kick_armed = false;
 		/* EINVAL: no multishot poll in this kernel; use one-shot */
-		if (res == -EINVAL)
+		if (res == -EINVAL) {
 			r->kick_oneshot = true;
+			wft_uring_refuse(WFT_URING_NO_KICK_MULTISHOT);
+		}
 	}
 }
 
@@ -662,8 +700,17 @@ int wft_uring_describe(char *buf, size_t len)
 			off += snprintf(names + off, sizeof(names) - (size_t)off, "%s%s",
 					off ? "|" : "", flag_names[i].name);
 	if (rings) {
-		snprintf(buf, len, "io_uring on %d/%d workers (%s; kick=eventfd)", rings, used,
-			 off ? names : "no flags");
+		unsigned ref = atomic_load_explicit(&wft_uring_refused, memory_order_relaxed);
+		char refused[128] = "";
+		int roff = 0;
+
+		for (size_t i = 0; i < sizeof(refused_names) / sizeof(refused_names[0]); i++)
+			if (ref & refused_names[i].bit)
+				roff += snprintf(refused + roff, sizeof(refused) - (size_t)roff, "%s%s",
+						 roff ? ", " : "; refused: ", refused_names[i].name);
+		snprintf(buf, len, "io_uring on %d/%d workers (%s; kick=eventfd%s%s)", rings, used,
+			 off ? names : "no flags",
+			 (ref & WFT_URING_NO_KICK_MULTISHOT) ? " one-shot" : "", refused);
 	} else if ((why = atomic_load_explicit(&disabled_by, memory_order_relaxed)) != OFF_NOT) {
 		snprintf(buf, len, "offload pool (io_uring disabled: %s)",
 			 why == OFF_FEATURE ? "WEFT_FEATURES=NO_URING" : "running on Valgrind");

@@ -30,6 +30,31 @@ enum {
 	WFT_URING_TAG_MAX = 4096,
 };
 
+/* Features a ring was set up without, or the kernel refused at their first
+ * use (EINVAL from an older kernel, or WEFT_FAULT): each has a fallback,
+ * taken from then on by the whole runtime (sticky until the next
+ * weft_init, which calls wft_uring_reset_unsafe), and reported by
+ * wft_uring_describe. Set with a relaxed fetch_or: a hint read with
+ * relaxed loads; a thread that misses a fresh bit only meets the refusal
+ * once more. */
+enum {
+	WFT_URING_NO_KICK_MULTISHOT = 1,   /* kicks use a one-shot poll (uring.c Kick) */
+	WFT_URING_NO_ACCEPT_DONTWAIT = 2,  /* accept skips phase 1 (io.c) */
+	WFT_URING_NO_POLL_FIRST = 4,       /* receives wait without POLL_FIRST (io.c) */
+	WFT_URING_NO_RING_FD = 8,          /* io_uring_enter on the plain ring fd */
+};
+extern _Atomic unsigned wft_uring_refused;
+static inline void wft_uring_refuse(unsigned bit)
+{
+	atomic_fetch_or_explicit(&wft_uring_refused, bit, memory_order_relaxed);
+}
+static inline bool wft_uring_is_refused(unsigned bit)
+{
+	return atomic_load_explicit(&wft_uring_refused, memory_order_relaxed) & bit;
+}
+/* Clear the refusals for a new runtime. Context: weft_init, no worker runs. */
+void wft_uring_reset_unsafe(void);
+
 /* Opcodes the I/O layer uses; a bitmap of the ones the kernel supports is
  * probed once per ring. */
 #define WFT_URING_OPS_WORDS ((IORING_OP_LAST + 63) / 64)

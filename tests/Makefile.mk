@@ -60,17 +60,24 @@ check_PROGRAMS += $(core_tests) $(sync_tests) $(io_tests)
 TESTS += $(core_tests) $(sync_tests) $(io_tests)
 
 # Script tests: the I/O fallback, Valgrind, a server restarted on its
-# port, an HTTP server under load, the wake-path benchmarks' smoke test
+# port, an HTTP server under load, the echo and HTTP servers at 1,000
+# connections and under churn, the wake-path benchmarks' smoke test
 # (examples/), the man pages.
 script_tests = \
 	tests/check_io_nouring.sh \
 	tests/check_valgrind.sh \
 	tests/check_server_restart.sh \
 	tests/check_http.sh \
+	tests/check_conns.sh \
 	tests/check_wake_bench.sh \
 	tests/check_man.sh
 TESTS += $(script_tests)
 dist_check_SCRIPTS = $(script_tests)
+
+# check_conns.sh's client: plain epoll, no weft, no Check (the servers
+# under test are examples/).
+check_PROGRAMS += tests/conn_load
+tests_conn_load_LDADD =
 
 # Gang scheduling: tests/check_gang.c, one Check suite.
 check_PROGRAMS += tests/check_gang

@@ -1168,6 +1168,221 @@ START_TEST(thousand_connections)
 }
 END_TEST
 
+/* Connection churn with exact counts: no request is lost or answered
+ * twice while connections come and go (connect, requests, close, repeat).
+ * CHURN_SLOTS client threads each open CHURN_ROUNDS connections in a row
+ * and send CHURN_REQS requests on each, one at a time. The server is an
+ * acceptor thread and a thread per connection (the shape of
+ * examples/conn_server.h); it counts the connections it accepted, and
+ * each request it served in a table indexed by (slot, round, request).
+ * At the end every table entry must be exactly 1, and connections
+ * accepted = connections the clients opened, requests served = requests
+ * sent = responses received. Even rounds end with the client's close (the
+ * handler reads EOF); in odd rounds the last request asks the server to
+ * close, and the client must read EOF right after the response. The
+ * acceptor stops at a connection made after every client was joined,
+ * with the stop flag set. */
+#ifdef __SANITIZE_THREAD__
+/* TSan: 1.0-9.7 s per configuration at 8 x 8 on the loaded 2-CPU
+ * machine (thread creation and every switch instrumented) */
+enum { CHURN_SLOTS = 4, CHURN_ROUNDS = 6, CHURN_REQS = 3 };
+#else
+enum { CHURN_SLOTS = 16, CHURN_ROUNDS = 16, CHURN_REQS = 3 };
+#endif
+enum { CHURN_CONNS = CHURN_SLOTS * CHURN_ROUNDS, CHURN_CLOSE = 1 };
+
+struct churn_msg {
+	int32_t slot, round, req, flags;
+};
+
+struct churn {
+	int lfd;
+	struct sockaddr_in sa;
+	_Atomic int stop;
+	/* server side */
+	_Atomic long accepted, served;
+	_Atomic uint8_t tab[CHURN_SLOTS][CHURN_ROUNDS][CHURN_REQS];
+	weft_thread_t handlers[CHURN_CONNS + 1];
+	int nhandlers;            /* the acceptor's; read after its join */
+	/* client side */
+	_Atomic long opened, sent, received;
+};
+
+static struct churn *churn_ctx;
+
+/* One whole message, or 0 on EOF before its first byte, -1 otherwise. */
+static int churn_recv(int fd, struct churn_msg *m)
+{
+	char *p = (char *)m;
+	size_t n = 0;
+
+	while (n < sizeof(*m)) {
+		ssize_t k = weft_io_recv(fd, p + n, sizeof(*m) - n, 0);
+
+		if (k <= 0)
+			return k == 0 && n == 0 ? 0 : -1;
+		n += (size_t)k;
+	}
+	return 1;
+}
+
+static void *churn_handler(void *arg)
+{
+	struct churn *c = churn_ctx;
+	int fd = (int)(intptr_t)arg, rc;
+	struct churn_msg m;
+
+	while ((rc = churn_recv(fd, &m)) == 1) {
+		bool ok = m.slot >= 0 && m.slot < CHURN_SLOTS && m.round >= 0 &&
+			  m.round < CHURN_ROUNDS && m.req >= 0 && m.req < CHURN_REQS;
+
+		WT_CHECK(ok);
+		if (!ok)
+			break;
+		/* relaxed: counts, read by the test body after the joins */
+		atomic_fetch_add_explicit(&c->tab[m.slot][m.round][m.req], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->served, 1, memory_order_relaxed);
+		m.flags |= 0x100;   /* a response, not an echo */
+		m.req = ~m.req;
+		WT_CHECK(send_all(fd, &m, sizeof(m)));
+		if (m.flags & CHURN_CLOSE)
+			break;
+	}
+	WT_CHECK(rc >= 0);
+	WT_CHECK(weft_io_close(fd) == 0);
+	return NULL;
+}
+
+static void *churn_acceptor(void *arg)
+{
+	struct churn *c = arg;
+	weft_attr_t a;
+
+	weft_attr_init(&a);
+	a.stack_size = 64 * 1024;
+	for (;;) {
+		int fd = weft_io_accept(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		WT_CHECK(fd >= 0);
+		if (fd < 0)
+			break;
+		/* the stop connection is made after the flag's store (the
+		 * test body's connect), and every client's before it, so a
+		 * connection accepted without the flag is a client's.
+		 * seq_cst: the flag and the connect/accept hand-off through
+		 * the kernel are the only order between the two threads */
+		if (atomic_load_explicit(&c->stop, memory_order_seq_cst)) {
+			close(fd);
+			break;
+		}
+		atomic_fetch_add_explicit(&c->accepted, 1, memory_order_relaxed);
+		WT_CHECK(c->nhandlers < CHURN_CONNS);
+		if (c->nhandlers >= CHURN_CONNS ||
+		    weft_spawn(&c->handlers[c->nhandlers], churn_handler, (void *)(intptr_t)fd, &a) != 0) {
+			WT_CHECK(!"handler spawned");
+			close(fd);
+			break;
+		}
+		c->nhandlers++;
+	}
+	return NULL;
+}
+
+static void *churn_client(void *arg)
+{
+	struct churn *c = churn_ctx;
+	int slot = (int)(intptr_t)arg;
+
+	for (int r = 0; r < CHURN_ROUNDS && !atomic_load(&wt_failure); r++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		char x;
+
+		WT_CHECK(fd >= 0);
+		if (fd < 0)
+			return NULL;
+		if (weft_io_connect(fd, (struct sockaddr *)&c->sa, sizeof(c->sa)) != 0) {
+			WT_CHECK(!"connect");
+			close(fd);
+			return NULL;
+		}
+		atomic_fetch_add_explicit(&c->opened, 1, memory_order_relaxed);
+		for (int q = 0; q < CHURN_REQS; q++) {
+			struct churn_msg m = { slot, r, q, 0 }, b;
+
+			if ((r & 1) && q == CHURN_REQS - 1)
+				m.flags = CHURN_CLOSE;
+			if (!send_all(fd, &m, sizeof(m))) {
+				WT_CHECK(!"request sent");
+				break;
+			}
+			atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
+			if (churn_recv(fd, &b) != 1) {
+				WT_CHECK(!"response received");
+				break;
+			}
+			WT_CHECK(b.slot == slot && b.round == r && b.req == ~q &&
+				 b.flags == (m.flags | 0x100));
+			atomic_fetch_add_explicit(&c->received, 1, memory_order_relaxed);
+		}
+		/* odd rounds: the server closes after the response, and
+		 * nothing else arrives (a duplicated response would) */
+		if (r & 1)
+			WT_CHECK(weft_io_recv(fd, &x, 1, 0) == 0);
+		WT_CHECK(weft_io_close(fd) == 0);
+	}
+	return NULL;
+}
+
+START_TEST(churn_exact_counts)
+{
+	struct churn *c = calloc(1, sizeof(*c));
+	weft_thread_t cl[CHURN_SLOTS], acc;
+	long dups = 0, lost = 0;
+	int sfd;
+
+	ck_assert_ptr_nonnull(c);
+	wt_init(_i);
+	churn_ctx = c;
+	c->lfd = listen_loopback(&c->sa, CHURN_SLOTS * 2);
+	acc = spawn_on(-1, churn_acceptor, c);
+	for (int i = 0; i < CHURN_SLOTS; i++)
+		cl[i] = spawn_on(i, churn_client, (void *)(intptr_t)i);
+	for (int i = 0; i < CHURN_SLOTS; i++)
+		join(cl[i]);
+	/* seq_cst: see churn_acceptor */
+	atomic_store_explicit(&c->stop, 1, memory_order_seq_cst);
+	sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(sfd, 0);
+	ck_assert_int_eq(connect(sfd, (struct sockaddr *)&c->sa, sizeof(c->sa)), 0);
+	join(acc);
+	close(sfd);
+	for (int i = 0; i < c->nhandlers; i++)
+		join(c->handlers[i]);
+	close(c->lfd);
+	wt_assert_no_failure();
+	for (int s = 0; s < CHURN_SLOTS; s++)
+		for (int r = 0; r < CHURN_ROUNDS; r++)
+			for (int q = 0; q < CHURN_REQS; q++) {
+				int n = atomic_load(&c->tab[s][r][q]);
+
+				lost += n == 0;
+				dups += n > 1;
+			}
+	printf("churn [%s]: %ld connections opened, %ld accepted; %ld requests sent, %ld served, "
+	       "%ld answered\n", wt_configs[_i].name, atomic_load(&c->opened), atomic_load(&c->accepted),
+	       atomic_load(&c->sent), atomic_load(&c->served), atomic_load(&c->received));
+	ck_assert_msg(lost == 0 && dups == 0, "%ld requests never served, %ld served twice", lost, dups);
+	ck_assert_int_eq(atomic_load(&c->opened), CHURN_CONNS);
+	ck_assert_int_eq(atomic_load(&c->accepted), CHURN_CONNS);
+	ck_assert_int_eq(c->nhandlers, CHURN_CONNS);
+	ck_assert_int_eq(atomic_load(&c->sent), CHURN_CONNS * CHURN_REQS);
+	ck_assert_int_eq(atomic_load(&c->served), CHURN_CONNS * CHURN_REQS);
+	ck_assert_int_eq(atomic_load(&c->received), CHURN_CONNS * CHURN_REQS);
+	wt_shutdown();
+	free(c);
+}
+END_TEST
+
 /* Many pairs ping-ponging on a few workers: threads get stolen and resume
  * on other workers between calls; every byte still arrives in order. */
 enum { PAIRS = 16, ROUNDS = 300 };
@@ -1677,14 +1892,28 @@ struct race_arg {
 	int fd;
 	_Atomic int stop;
 	_Atomic int send_errno;   /* a failed send: its errno (else 0) */
+	_Atomic int sender_done;
 };
 
+static _Atomic int race_done;
+
+/* The sender stops when the receiver is done (race_done) or the test body
+ * says so (stop). It must not outlive the receiver by much: once nobody
+ * reads, every send fills the socket buffer (a 1-byte AF_UNIX send
+ * charges a whole skb, ~1 KiB, to it), and after a few hundred the send
+ * blocks for good. It used to stop only at the stop flag, which the test
+ * body sets after its 10 ms polls and the receiver's join: on a loaded
+ * machine that came late enough for the sender to block in a send and the
+ * join of it to hang until the tcase timeout (reproduced by delaying the
+ * flag 300 ms: all three configurations timed out). The test body also
+ * drains the socket until the sender is out, for a send already blocked. */
 static void *race_sender(void *arg)
 {
 	struct race_arg *r = arg;
 
-	/* relaxed: a stop flag; the join orders everything else */
-	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+	/* relaxed: stop flags; the join orders everything else */
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed) &&
+	       !atomic_load_explicit(&race_done, memory_order_relaxed)) {
 		weft_sleep_ns(100000);
 		if (weft_io_send(r->fd, "x", 1, 0) != 1) {
 			atomic_store(&r->send_errno, weft_errno());
@@ -1692,10 +1921,10 @@ static void *race_sender(void *arg)
 			break;
 		}
 	}
+	/* relaxed: read by the test body's drain loop, a stop flag */
+	atomic_store_explicit(&r->sender_done, 1, memory_order_relaxed);
 	return NULL;
 }
-
-static _Atomic int race_done;
 
 static void *race_receiver(void *arg)
 {
@@ -1733,6 +1962,7 @@ START_TEST(timeout_cancel_race)
 	r.fd = sv[1];
 	atomic_init(&r.stop, 0);
 	atomic_init(&r.send_errno, 0);
+	atomic_init(&r.sender_done, 0);
 	atomic_store(&race_done, 0);
 	s = spawn_on(-1, race_sender, &r);
 	rv = spawn_on(-1, race_receiver, &sv[0]);
@@ -1748,6 +1978,14 @@ START_TEST(timeout_cancel_race)
 	join(rv);
 	/* relaxed: see race_sender */
 	atomic_store_explicit(&r.stop, 1, memory_order_relaxed);
+	/* drain what the sender sent after the receiver ended, so that a
+	 * send blocked on a full buffer completes (see race_sender) */
+	while (!atomic_load_explicit(&r.sender_done, memory_order_relaxed)) {
+		char buf[256];
+
+		if (recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			usleep(1000);
+	}
 	join(s);
 	if (atomic_load(&r.send_errno))
 		fprintf(stderr, "timeout_cancel_race: a send failed: %s\n",
@@ -1971,6 +2209,211 @@ START_TEST(uring_defer_switch)
 END_TEST
 
 
+/* Every io_uring feature the runtime probes or tries has a fallback for
+ * kernels without it, and each fallback is reached here on a kernel that
+ * has the feature: WEFT_FAULT (runtime/fault.c) makes the kernel refuse it
+ * as an older one does (EINVAL for a setup flag, an SQE flag or a poll
+ * mode; an opcode missing from the probe; the ring fd not registered),
+ * and the I/O must still work. Per refusal: TCP echo across workers with
+ * exact bytes, a read whose completion wakes a sleeping worker, a receive
+ * that times out (linked timeout), an accept and receives that have to
+ * wait (ACCEPT_DONTWAIT, POLL_FIRST), and wakes of a thread pinned to a
+ * sleeping worker (kicks); then weft_io_backend() must show the fallback
+ * (the mode stepped down to, the offload pool, "kick=eventfd one-shot",
+ * "refused: ..."). Where the kernel itself lacks what the refusal takes
+ * away (or gives no io_uring at all), only the I/O is checked. Before the
+ * knobs, the one-shot kick, the accept and POLL_FIRST retries, the
+ * per-opcode fallback and every setup mode but the best were reached only
+ * on older kernels, never in this suite. URING is turned on even in the
+ * NO_URING run, which therefore leaves this tcase out (its tag,
+ * uring_refusals: check_io_nouring.sh). */
+#ifdef __SANITIZE_THREAD__
+enum { RF_ROUNDS = 10, RF_KICKS = 4 };   /* 0.6-3.4 s per case at 50 rounds */
+#else
+enum { RF_ROUNDS = 50, RF_KICKS = 4 };
+#endif
+
+static const struct refusal {
+	const char *fault;        /* WEFT_FAULT, %x: ringflags/noops mask */
+	unsigned long long mask;
+	unsigned need;            /* setup flags the kernel must take (uring_probe) */
+	const char *want, *unwanted;   /* in weft_io_backend(), or not */
+} refusals[] = {
+	/* a 6.0 kernel: no DEFER_TASKRUN, mode 2 */
+	{ "ringflags:%#llx", IORING_SETUP_DEFER_TASKRUN,
+	  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	  "SINGLE_ISSUER|COOP_TASKRUN|TASKRUN_FLAG", "DEFER_TASKRUN" },
+	/* 5.19: no SINGLE_ISSUER either, mode 3 */
+	{ "ringflags:%#llx", IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER,
+	  IORING_SETUP_SINGLE_ISSUER, "(COOP_TASKRUN|TASKRUN_FLAG", "SINGLE_ISSUER" },
+	/* 5.18: none of the TASKRUN modes, mode 4 */
+	{ "ringflags:%#llx", IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
+	  IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	  IORING_SETUP_COOP_TASKRUN, "(SUBMIT_ALL;", "TASKRUN" },
+	/* before 5.18: no SUBMIT_ALL (the best mode without it) */
+	{ "ringflags:%#llx", IORING_SETUP_SUBMIT_ALL, IORING_SETUP_SUBMIT_ALL, "io_uring on",
+	  "SUBMIT_ALL" },
+	/* every mode refused (before 5.6: no CQSIZE): the offload pool */
+	{ "ringflags:%#llx", IORING_SETUP_CQSIZE, 0, "io_uring unavailable: Invalid argument",
+	  "io_uring on" },
+	/* no read/write opcodes (before 5.6): files and pipes per call on
+	 * the fallback, sockets on the ring */
+	{ "noops:%#llx", 1ull << IORING_OP_READ | 1ull << IORING_OP_WRITE | 1ull << IORING_OP_READV |
+	  1ull << IORING_OP_WRITEV, 0, "io_uring on", NULL },
+	/* no opcode at all (no probe): no POLL_ADD for the kick, the pool */
+	{ "noops:%#llx", ~0ull, 0, "io_uring unavailable: Function not implemented", "io_uring on" },
+	{ "nokickmulti", 0, 0, "kick=eventfd one-shot", NULL },
+	{ "noacceptdontwait", 0, 0, "refused: ACCEPT_DONTWAIT", NULL },
+	{ "nopollfirst", 0, 0, "RECVSEND_POLL_FIRST", NULL },
+	{ "noringfd", 0, 0, "registered ring fd", NULL },
+};
+#define NREFUSALS ((int)(sizeof(refusals) / sizeof(refusals[0])))
+
+static weft_sem_t rf_sem[2];
+
+/* Ping-pong of RF_KICKS rounds between threads pinned to workers 0 and 1;
+ * each waits 1 ms before its post, so the other worker has gone to sleep
+ * in its ring and the post must kick it. */
+static void *rf_kicker(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+
+	for (int i = 0; i < RF_KICKS; i++) {
+		if (me == 1 || i > 0)
+			WT_CHECK(weft_sem_timedwait(&rf_sem[me], weft_now_ns() + DEFER_TMO_NS) == 0);
+		weft_sleep_ns(1000000);
+		WT_CHECK(weft_sem_post(&rf_sem[!me]) == 0);
+	}
+	if (me == 0)
+		WT_CHECK(weft_sem_timedwait(&rf_sem[0], weft_now_ns() + DEFER_TMO_NS) == 0);
+	return NULL;
+}
+
+/* fb_writer and defer_timeout, shorter: 2 ms before the write, a 2 ms
+ * timeout */
+static void *rf_writer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[FB_BYTES];
+
+	for (int i = 0; i < FB_BYTES; i++)
+		buf[i] = (char)(i * 7 + 3);
+	weft_sleep_ns(2000000);
+	WT_CHECK(write_all(fd, buf, sizeof(buf)));
+	return NULL;
+}
+
+static void *rf_timeout(void *arg)
+{
+	int *sv = arg;
+	char c;
+
+	WT_CHECK(weft_io_set_timeout(2000000) == 0);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == -1 && weft_errno() == ETIMEDOUT);
+	WT_CHECK(weft_io_set_timeout(DEFER_TMO_NS) == 0);
+	WT_CHECK(weft_io_send(sv[1], "k", 1, 0) == 1);
+	WT_CHECK(weft_io_recv(sv[0], &c, 1, 0) == 1 && c == 'k');
+	return NULL;
+}
+
+/* The accept must wait: the client connects 2 ms after the server's
+ * accept started. */
+static void *rf_late_client(void *arg)
+{
+	weft_sleep_ns(2000000);
+	return defer_echo_client(arg);
+}
+
+START_TEST(feature_refusals)
+{
+	const struct refusal *rf = &refusals[_i];
+	const char *env = getenv("WEFT_FEATURES");
+	char fault[64], feats[256], desc[256], saved[256] = "";
+	weft_config_t cfgs = WEFT_CONFIG_INITIALIZER;
+	struct tcp_ctx c = { .rounds = RF_ROUNDS };
+	weft_thread_t s, cl, rd, wr, k0, k1;
+	weft_stats_t a, b;
+	bool checkable;
+	int p[2];
+
+	snprintf(fault, sizeof(fault), rf->fault, rf->mask);
+	/* URING on even in the NO_URING run (check_io_nouring.sh): the
+	 * refusals are of io_uring features (the last mention wins) */
+	snprintf(feats, sizeof(feats), "%s%sURING", env ? env : wt_features ? wt_features : "",
+		 (env && *env) || (!env && wt_features && *wt_features) ? "," : "");
+	if (env) {
+		snprintf(saved, sizeof(saved), "%s", env);
+		setenv("WEFT_FEATURES", feats, 1);
+	}
+	setenv("WEFT_FAULT", fault, 1);
+	cfgs.features = feats;
+	ck_assert_int_eq(weft_init(&cfgs), 0);
+	unsetenv("WEFT_FAULT");
+	if (env)
+		setenv("WEFT_FEATURES", saved, 1);
+	ck_assert_int_eq(weft_sem_init(&rf_sem[0], 0), 0);
+	ck_assert_int_eq(weft_sem_init(&rf_sem[1], 0), 0);
+	ck_assert_int_eq(weft_stats_get(&a), 0);
+	/* echo across workers; the accept and the receives wait */
+	c.lfd = listen_loopback(&c.sa, 16);
+	s = spawn_on(0, defer_echo_server, &c);
+	cl = spawn_on(1, rf_late_client, &c);
+	join(cl);
+	join(s);
+	close(c.lfd);
+	/* a read whose completion wakes a sleeping worker */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	rd = spawn_on(0, defer_sleepy_reader, p);
+	wr = spawn_on(1, rf_writer, (void *)(intptr_t)p[1]);
+	join(wr);
+	join(rd);
+	close(p[0]);
+	close(p[1]);
+	/* linked timeout, then traffic on the same socket */
+	run_on_socketpair(rf_timeout);
+	/* kicks */
+	k0 = spawn_on(0, rf_kicker, (void *)0);
+	k1 = spawn_on(1, rf_kicker, (void *)1);
+	join(k0);
+	join(k1);
+	ck_assert_int_eq(weft_stats_get(&b), 0);
+	wt_assert_no_failure();
+	join(spawn_on(0, backend_probe, desc));
+	printf("feature_refusals %s: %s; kicks %llu\n", fault, desc,
+	       (unsigned long long)(b.kicks - a.kicks));
+	checkable = !WT_ON_VALGRIND() && uring_probe(0) && (!rf->need || uring_probe(rf->need));
+	if (checkable) {
+		ck_assert_msg(strstr(desc, rf->want), "WEFT_FAULT=%s: want \"%s\" in: %s", fault,
+			      rf->want, desc);
+		ck_assert_msg(!rf->unwanted || !strstr(desc, rf->unwanted),
+			      "WEFT_FAULT=%s: \"%s\" in: %s", fault, rf->unwanted, desc);
+		if (weft_workers() > 1 && strstr(desc, "io_uring on"))
+			ck_assert_uint_gt(b.kicks - a.kicks, 0);
+		if (strstr(fault, "noops") && strstr(desc, "io_uring on")) {
+			/* the refused opcodes took the fallback: a pipe's
+			 * write and read (that waits) cost no SQE */
+			ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+			ck_assert_int_eq(weft_stats_get(&a), 0);
+			rd = spawn_on(0, defer_sleepy_reader, p);
+			wr = spawn_on(1, rf_writer, (void *)(intptr_t)p[1]);
+			join(wr);
+			join(rd);
+			ck_assert_int_eq(weft_stats_get(&b), 0);
+			close(p[0]);
+			close(p[1]);
+			wt_assert_no_failure();
+			ck_assert_uint_eq(b.io_sqes - a.io_sqes, 0);
+		}
+	} else {
+		printf("feature_refusals %s: no io_uring here, or the kernel lacks the feature: "
+		       "only the I/O is checked\n", fault);
+	}
+	ck_assert_int_eq(weft_sem_destroy(&rf_sem[0]), 0);
+	ck_assert_int_eq(weft_sem_destroy(&rf_sem[1]), 0);
+	wt_shutdown();
+}
+END_TEST
+
 /* A completion must wake a worker that sleeps with no other deadline:
  * every worker idle (deep) and past its stack trim, the writer a plain OS
  * thread, the wait bounded by the test's own clock (a linked timeout's
@@ -2057,6 +2500,12 @@ static Suite *io_suite(void)
 	tcase_add_loop_test(tc, uring_defer_switch, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, sleeper_wake, 0, wt_nconfigs);
 
+	/* tagged: check_io_nouring.sh leaves it out (it turns URING back
+	 * on, so it would only repeat this run) */
+	tc = wt_tcase(s, "refusals", 30);
+	tcase_set_tags(tc, "uring_refusals");
+	tcase_add_loop_test(tc, feature_refusals, 0, NREFUSALS);
+
 	tc = wt_tcase(s, "os_thread", 30);
 	tcase_add_loop_test(tc, os_thread_plain, 0, wt_nconfigs);
 	tcase_add_test(tc, os_thread_offload_inline);
@@ -2067,6 +2516,7 @@ static Suite *io_suite(void)
 
 	tc = wt_tcase(s, "contended", 60);
 	tcase_add_loop_test(tc, thousand_connections, 0, wt_nconfigs);
+	tcase_add_loop_test(tc, churn_exact_counts, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, migrating_pairs, 0, wt_nconfigs);
 	return s;
 }

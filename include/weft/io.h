@@ -168,9 +168,13 @@ WEFT_API void *weft_offload(void *(*fn)(void *), void *arg);
 WEFT_API int weft_offload_set_max(int n);
 
 /* Describe the I/O backend of the running (or last) runtime into buf (if
- * not NULL), e.g. "io_uring on 2/2 workers (SINGLE_ISSUER|DEFER_TASKRUN|...,
+ * not NULL), e.g. "io_uring on 2/2 workers (SINGLE_ISSUER|DEFER_TASKRUN|...;
  * kick=eventfd)" or "offload pool (io_uring disabled: WEFT_FEATURES=NO_URING)".
- * Returns 1 if io_uring is in use, 0 if not. Context: any. */
+ * With io_uring, "kick=eventfd one-shot" says the kernel has no multishot
+ * poll, and "; refused: ..." lists features the kernel refused, each
+ * replaced by its fallback (ACCEPT_DONTWAIT, RECVSEND_POLL_FIRST,
+ * registered ring fd). Returns 1 if io_uring is in use, 0 if not.
+ * Context: any. */
 WEFT_API int weft_io_backend(char *buf, size_t len);
 
 WEFT_EXTERN_C_END
