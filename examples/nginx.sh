@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # examples/nginx.sh - sourced (bash) by run-http.sh and run-preload.sh:
 # nginx from a private temporary prefix, never the system's configuration,
 # logs or pid file.

@@ -503,6 +503,9 @@ if [[ " $BENCHES " == *" memcached "* ]]; then
 	fi
 fi
 
+# port_busy PORT: something listens on 127.0.0.1:PORT
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
 # ---- redis ----
 # rd_cli ARGS...: redis-cli on our server, 5 s connect and reply bound
 rd_cli() { timeout 30 redis-cli -p "$REDIS_PORT" "$@"; }
@@ -512,6 +515,11 @@ rd_cli() { timeout 30 redis-cli -p "$REDIS_PORT" "$@"; }
 rd_start() {
 	local pre=
 	[ "$1" = preload ] && pre=$PRELOAD
+	# someone else's server on the port would answer our pings
+	if port_busy "$REDIS_PORT"; then
+		echo "redis: port $REDIS_PORT is in use (set REDIS_PORT)" >>"$3"
+		return 1
+	fi
 	env LD_PRELOAD="$pre" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$2" \
 		--dbfilename dump.rdb --save '' --appendonly no --enable-debug-command local \
 		--daemonize no --logfile "" >"$3" 2>&1 &
@@ -734,11 +742,16 @@ EOF_LUA
 				rm -rf "$nd/srv"
 				nginx_conf "$nd/srv" "$NGINX_PORT" 4096 1024 "$zones" "$loc" "accept_mutex on;"
 				elog=$LOGDIR/nginx-server-$side-$r.log
+				if port_busy "$NGINX_PORT"; then
+					echo "nginx $side run $r: ERROR (port $NGINX_PORT is in use: set NGINX_PORT)"
+					errors=$((errors + 1))
+					continue
+				fi
 				nginx_start "$NGINX" "$nd/srv" "$elog" LD_PRELOAD="$pre"
 				my_pid=$NGINX_PID
 				up=
 				for _ in $(seq 1 80); do
-					(exec 3<>"/dev/tcp/127.0.0.1/$NGINX_PORT") 2>/dev/null && { up=1; break; }
+					port_busy "$NGINX_PORT" && { up=1; break; }
 					kill -0 "$my_pid" 2>/dev/null || break
 					sleep 0.25
 				done
