@@ -699,8 +699,11 @@ fi
 if [[ " $BENCHES " == *" nginx "* ]]; then
 	. "$(dirname "$0")/nginx.sh" || die "no $(dirname "$0")/nginx.sh"
 	NGINX=$(nginx_find)
-	if [ -z "$NGINX" ] || ! command -v wrk >/dev/null 2>&1; then
-		echo "nginx: SKIP (not installed: nginx, wrk; apt-get install nginx-light wrk)"
+	missing=
+	[ -n "$NGINX" ] || missing=" nginx"
+	command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
+	if [ -n "$missing" ]; then
+		echo "nginx: SKIP (not installed:$missing; apt-get install nginx-light wrk)"
 	else
 		nd=$LOGDIR/nginx
 		mkdir -p "$nd/html"
