@@ -42,6 +42,8 @@ examples_echo_server_LDADD = $(EX_LDADD)
 examples_echo_client_LDADD = -lpthread
 examples_kick_pingpong_LDADD = $(EX_LDADD)
 dist_noinst_SCRIPTS += examples/run-http.sh examples/run-echo.sh
+# nginx from a private prefix, sourced by run-http.sh and run-preload.sh
+EXTRA_DIST += examples/nginx.sh
 
 # The wake path at scale: the pgbench-shaped dispatcher and hackbench (perf
 # bench sched messaging); scale.sh runs them with sembench and weft-micro

@@ -52,7 +52,9 @@ die() { echo "run-http.sh: $*" >&2; exit 1; }
 
 missing=""
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
-NGINX=$(command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; })
+# nginx_find, nginx_conf, nginx_start: examples/nginx.sh
+. "$(dirname "$0")/nginx.sh" || die "no $(dirname "$0")/nginx.sh"
+NGINX=$(nginx_find)
 [ -n "$NGINX" ] || missing="$missing nginx-light"
 if [ -n "$missing" ]; then
 	echo "run-http.sh: missing:$missing" >&2
@@ -129,32 +131,9 @@ start_server() {   # impl port
 		SERVER_PID=$!
 		;;
 	nginx)
-		mkdir -p "$TMP/nginx/logs"
-		cat >"$TMP/nginx/nginx.conf" <<EOF
-worker_processes 2;
-worker_rlimit_nofile $NOFILE;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/logs/error.log error;
-events { worker_connections $NGINX_CONNS; }
-http {
-	access_log off;
-	default_type text/plain;
-	keepalive_requests 100000000;
-	keepalive_timeout 120s;
-	client_body_temp_path $TMP/nginx/body;
-	proxy_temp_path $TMP/nginx/proxy;
-	fastcgi_temp_path $TMP/nginx/fastcgi;
-	uwsgi_temp_path $TMP/nginx/uwsgi;
-	scgi_temp_path $TMP/nginx/scgi;
-	server {
-		listen 127.0.0.1:$2 backlog=4096;
-		location / { return 200 "Hello, World!"; }
-	}
-}
-EOF
-		"$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -g 'daemon off;' \
-			2>"$LOGDIR/server-nginx-$2.log" &
-		SERVER_PID=$!
+		nginx_conf "$TMP/nginx" "$2" "$NOFILE" "$NGINX_CONNS" "" 'return 200 "Hello, World!";'
+		nginx_start "$NGINX" "$TMP/nginx" "$LOGDIR/server-nginx-$2.log"
+		SERVER_PID=$NGINX_PID
 		;;
 	esac
 	wait_port "$2" || die "$1 server did not start on port $2 (see $LOGDIR)"
@@ -174,9 +153,8 @@ errs() { awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$1"
 
 # Pss in KiB of the server: the process and its children (nginx workers)
 server_pss() {
-	local pids p sum=0 v
-	pids="$SERVER_PID $(pgrep -P "$SERVER_PID" 2>/dev/null)"
-	for p in $pids; do
+	local p sum=0 v
+	for p in $(NGINX_PID=$SERVER_PID nginx_pids); do
 		v=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
 		sum=$((sum + ${v:-0}))
 	done

@@ -33,7 +33,36 @@
 #               metric operations/s and the server's CPU seconds; errors are
 #               memcaslap failures, get or verify misses, and a server that
 #               died
-# redis, rocksdb and nginx are not run by this script yet
+#   redis       redis-server on 127.0.0.1:REDIS_PORT with a private dir,
+#               started per side and repeat; db 0 gets REDIS_KEYS fixed keys
+#               (DEBUG POPULATE), redis-benchmark loads db 1 (REDIS_TESTS,
+#               REDIS_REQUESTS each, REDIS_CONC connections, random keys),
+#               and REDIS_BGSAVE_AFTER seconds into the load a BGSAVE forks
+#               the server while its threads hold locks; metric requests/s
+#               per test, the server's CPU seconds over the load. Errors: a
+#               BGSAVE that does not end with status ok or does not advance
+#               LASTSAVE, an rdb saved under load that redis-check-rdb
+#               rejects, a quiescent rdb whose DBSIZE or DEBUG DIGEST
+#               differs when a glibc server loads it back, a db 0 digest
+#               that differs between runs, a server that dies or does not
+#               stop
+#   rocksdb     db_bench (rocksdb-tools) readwhilewriting: ROCKSDB_THREADS
+#               readers and one writer for ROCKSDB_SECONDS on a copy of a
+#               ROCKSDB_NUM-key fillseq data set (made once, not measured),
+#               then verifychecksum; metric db_bench's ops/s; errors: a
+#               failed run, a read that did not find its key (every key
+#               exists; db_bench prints the count of one reader thread), no
+#               verifychecksum result
+#   nginx       nginx (2 workers, private prefix and configuration, see
+#               examples/nginx.sh) serving a 4 KiB page through its thread
+#               pool (aio threads), with the accept mutex, a limit_req zone
+#               locked on every request and a limit_conn zone (shared
+#               memory: glibc's process-shared semaphores, which the preload
+#               passes to glibc); wrk -t2 -c NGINX_CONC for NGINX_SECONDS;
+#               metric requests/s and the master's and workers' CPU
+#               seconds; errors: a response that is not 200 with exactly the
+#               page, wrk socket errors, lines in nginx's error log, a
+#               server that dies or does not stop on SIGQUIT
 # (docs/preload.md says what was measured).
 #
 # Needs (Debian packages; this script installs nothing):
@@ -42,6 +71,10 @@
 #              mariadb-install-db, mariadb, mariadb-admin; the packaged
 #              service need not run, this script starts its own server)
 #   memcached (apt-get install memcached libmemcached-tools: memcaslap)
+#   redis     (apt-get install redis-server redis-tools; the packaged
+#              service need not run)
+#   rocksdb   (apt-get install rocksdb-tools: db_bench)
+#   nginx     (apt-get install nginx-light wrk)
 # and a built tree (make) for .libs/libweft-preload.so and examples/test-mutex.
 #
 # Run from the top build directory:
@@ -52,8 +85,12 @@
 #   TASKS="2 16 128"    test-mutex task counts
 #   THREADS="2 16 64"   sysbench thread counts
 #   MUTEX_LOCKS=20000   sysbench mutex --mutex-locks
-#   BENCHES="test-mutex sysbench pigz mariadb memcached"
+#   BENCHES="test-mutex sysbench pigz mariadb memcached redis rocksdb nginx"
 #   MEMCACHED_CONC="16 128" MEMCACHED_SECONDS=20 MEMCACHED_PORT=21299
+#   REDIS_TESTS=set,get,lpush,hset REDIS_REQUESTS=100000 REDIS_CONC=50
+#   REDIS_KEYS=200000 REDIS_BGSAVE_AFTER=1 REDIS_PORT=21399
+#   ROCKSDB_NUM=200000 ROCKSDB_THREADS=4 ROCKSDB_SECONDS=10
+#   NGINX_CONC=50 NGINX_SECONDS=10 NGINX_PORT=21499
 #   MARIADB_THREADS="16 64"  MARIADB_SECONDS=60  MARIADB_WARMUP=5
 #   MARIADB_TESTS="oltp_read_write oltp_point_select"
 #   MARIADB_TABLES=4 MARIADB_TABLE_SIZE=100000 (about 100 MB: in memory)
@@ -63,7 +100,8 @@
 #                 latency does not hide the locks)
 #   BENCH_QUICK=1       (make bench's short version) REPEAT=1,
 #                       SECONDS_PER_RUN=1, 2 and 16 tasks/threads,
-#                       MUTEX_LOCKS=2000, no pigz, unless set
+#                       MUTEX_LOCKS=2000, only test-mutex and sysbench
+#                       (BENCHES), unless set
 #   PRELOAD=path        the library (default: ./.libs/libweft-preload.so)
 #   LOGDIR=dir          keep every run's output there (default: temporary)
 #
@@ -86,7 +124,19 @@ SECS=${SECONDS_PER_RUN:-3}
 TASKS=${TASKS:-"2 16 128"}
 THREADS=${THREADS:-"2 16 64"}
 MUTEX_LOCKS=${MUTEX_LOCKS:-20000}
-BENCHES=${BENCHES:-"test-mutex sysbench pigz mariadb memcached"}
+BENCHES=${BENCHES:-"test-mutex sysbench pigz mariadb memcached redis rocksdb nginx"}
+REDIS_TESTS=${REDIS_TESTS:-set,get,lpush,hset}
+REDIS_REQUESTS=${REDIS_REQUESTS:-100000}
+REDIS_CONC=${REDIS_CONC:-50}
+REDIS_KEYS=${REDIS_KEYS:-200000}
+REDIS_BGSAVE_AFTER=${REDIS_BGSAVE_AFTER:-1}
+REDIS_PORT=${REDIS_PORT:-21399}
+ROCKSDB_NUM=${ROCKSDB_NUM:-200000}
+ROCKSDB_THREADS=${ROCKSDB_THREADS:-4}
+ROCKSDB_SECONDS=${ROCKSDB_SECONDS:-10}
+NGINX_CONC=${NGINX_CONC:-50}
+NGINX_SECONDS=${NGINX_SECONDS:-10}
+NGINX_PORT=${NGINX_PORT:-21499}
 MEMCACHED_CONC=${MEMCACHED_CONC:-"16 128"}
 MEMCACHED_SECONDS=${MEMCACHED_SECONDS:-20}
 MEMCACHED_PORT=${MEMCACHED_PORT:-21299}
@@ -103,8 +153,8 @@ case $PRELOAD in /*) ;; *) PRELOAD=$(pwd)/$PRELOAD ;; esac
 if ldd "$PRELOAD" | grep -qE 'lib(asan|tsan)'; then
 	die "$PRELOAD is a sanitizer build; benchmark a plain build"
 fi
-# On exit: stop a server this script started (mariadb) and remove the
-# temporary LOGDIR.
+# On exit: stop a server this script started (mariadb, memcached, redis,
+# nginx) and remove the temporary LOGDIR.
 my_pid= tmp_logdir=
 cleanup() {
 	[ -n "$my_pid" ] && kill "$my_pid" 2>/dev/null && wait "$my_pid" 2>/dev/null
@@ -450,6 +500,314 @@ if [[ " $BENCHES " == *" memcached "* ]]; then
 			report "memcached -t 4, memcaslap -c $c" ops/s "${mops[$c-glibc]:-}" \
 				"${mops[$c-preload]:-}" "${mcpu[$c-glibc]:-}" "${mcpu[$c-preload]:-}"
 		done
+	fi
+fi
+
+# port_busy PORT: something listens on 127.0.0.1:PORT
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# ---- redis ----
+# rd_cli ARGS...: redis-cli on our server, 5 s connect and reply bound
+rd_cli() { timeout 30 redis-cli -p "$REDIS_PORT" "$@"; }
+# rd_start SIDE DIR LOG: redis-server on 127.0.0.1:REDIS_PORT with DIR as
+# its working directory (dump.rdb is loaded from and saved there), under
+# the preload for SIDE preload; no automatic saves, no AOF; sets my_pid
+rd_start() {
+	local pre=
+	[ "$1" = preload ] && pre=$PRELOAD
+	# someone else's server on the port would answer our pings
+	if port_busy "$REDIS_PORT"; then
+		echo "redis: port $REDIS_PORT is in use (set REDIS_PORT)" >>"$3"
+		return 1
+	fi
+	env LD_PRELOAD="$pre" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$2" \
+		--dbfilename dump.rdb --save '' --appendonly no --enable-debug-command local \
+		--daemonize no --logfile "" >"$3" 2>&1 &
+	my_pid=$!
+	for _ in $(seq 1 120); do
+		[ "$(rd_cli ping 2>/dev/null)" = PONG ] && return 0
+		kill -0 "$my_pid" 2>/dev/null || return 1
+		sleep 0.25
+	done
+	return 1
+}
+# rd_stop: SHUTDOWN NOSAVE and wait for the process (an error if it stays)
+rd_stop() {
+	rd_cli shutdown nosave >/dev/null 2>&1
+	for _ in $(seq 1 120); do
+		kill -0 "$my_pid" 2>/dev/null || { wait "$my_pid" 2>/dev/null; my_pid=; return 0; }
+		sleep 0.25
+	done
+	kill -9 "$my_pid" 2>/dev/null
+	my_pid=
+	return 1
+}
+# rd_bgsave_wait: wait (up to 300 s) for the BGSAVE under way to end;
+# succeeds when it ended with status ok
+rd_bgsave_wait() {
+	local info
+	for _ in $(seq 1 1200); do
+		info=$(rd_cli info persistence 2>/dev/null | tr -d '\r')
+		if grep -q '^rdb_bgsave_in_progress:0' <<<"$info"; then
+			grep -q '^rdb_last_bgsave_status:ok' <<<"$info"
+			return
+		fi
+		sleep 0.25
+	done
+	return 1
+}
+rd_err() { echo "redis $side run $r: ERROR ($*)"; errors=$((errors + 1)); }
+if [[ " $BENCHES " == *" redis "* ]]; then
+	missing=
+	for p in redis-server redis-cli redis-benchmark redis-check-rdb; do
+		command -v $p >/dev/null 2>&1 || missing="$missing $p"
+	done
+	if [ -n "$missing" ]; then
+		echo "redis: SKIP (not installed:$missing; apt-get install redis-server redis-tools)"
+	else
+		declare -A rrps rcpu
+		rtests=
+		ref0=
+		for r in $(seq 1 "$REPEAT"); do
+			for side in glibc preload; do
+				d=$LOGDIR/redis-$side-$r
+				mkdir -p "$d"
+				if ! rd_start $side "$d" "$d/server.log"; then
+					rd_err "redis-server did not start, see $d/server.log"
+					rd_stop
+					continue
+				fi
+				if [ $side = preload ] && ! grep -q weft-preload "/proc/$my_pid/maps"; then
+					rd_err "the preload is not mapped in redis-server"
+				fi
+				# db 0: a fixed data set the load never touches (its
+				# digest must be the same in every run); db 1: the load
+				rd_cli debug populate "$REDIS_KEYS" key 100 >/dev/null
+				t0=$(rd_cli lastsave)
+				c0=$(my_cpu)
+				log=$d/benchmark.log
+				timeout $((REDIS_REQUESTS / 100 + 600)) redis-benchmark -p "$REDIS_PORT" --dbnum 1 \
+					-c "$REDIS_CONC" -r 100000 -n "$REDIS_REQUESTS" -t "$REDIS_TESTS" --csv >"$log" 2>&1 &
+				bpid=$!
+				# the BGSAVE under load: the server forks while its
+				# threads (jemalloc's, the bio threads) hold locks
+				sleep "$REDIS_BGSAVE_AFTER"
+				kill -0 $bpid 2>/dev/null || rd_err "the load ended before the BGSAVE: raise REDIS_REQUESTS"
+				out=$(rd_cli bgsave 2>&1)
+				[[ $out == *"saving started"* ]] || rd_err "BGSAVE: $out"
+				if ! rd_bgsave_wait; then
+					rd_err "BGSAVE under load did not complete with status ok"
+				else
+					t1=$(rd_cli lastsave)
+					[ "${t1:-0}" -gt "${t0:-0}" ] || rd_err "LASTSAVE did not advance ($t0 -> $t1)"
+					cp "$d/dump.rdb" "$d/underload.rdb"
+				fi
+				kill -0 $bpid 2>/dev/null || rd_err "the load ended before the BGSAVE did: raise REDIS_REQUESTS"
+				wait $bpid || rd_err "redis-benchmark failed, see $log"
+				c1=$(my_cpu)
+				[ -f "$d/underload.rdb" ] && ! redis-check-rdb "$d/underload.rdb" >"$d/check-rdb.log" 2>&1 &&
+					rd_err "redis-check-rdb rejects the rdb saved under load, see $d/check-rdb.log"
+				# quiescent: the dump must load back with the same keys
+				# and the same digest, in a glibc server
+				n0=$(rd_cli -n 0 dbsize) n1=$(rd_cli -n 1 dbsize) dg=$(rd_cli debug digest)
+				rd_cli bgsave >/dev/null 2>&1
+				rd_bgsave_wait || rd_err "BGSAVE after the load did not complete with status ok"
+				kill -0 "$my_pid" 2>/dev/null || rd_err "redis-server died, see $d/server.log"
+				rd_stop || rd_err "redis-server did not stop"
+				if ! rd_start glibc "$d" "$d/reload.log"; then
+					rd_err "the rdb does not load back, see $d/reload.log"
+					rd_stop
+				else
+					m0=$(rd_cli -n 0 dbsize) m1=$(rd_cli -n 1 dbsize) dh=$(rd_cli debug digest)
+					[ "$m0 $m1 $dh" = "$n0 $n1 $dg" ] ||
+						rd_err "reloaded rdb differs: dbsize $m0+$m1 digest $dh, saved $n0+$n1 $dg"
+					[ "$n0" = "$REDIS_KEYS" ] || rd_err "db 0 has $n0 keys, not $REDIS_KEYS"
+					rd_cli -n 1 flushdb >/dev/null
+					z=$(rd_cli debug digest)
+					[ -n "$ref0" ] || ref0=$z
+					[ "$z" = "$ref0" ] || rd_err "db 0 digest $z differs from the first run's $ref0"
+					rd_stop || rd_err "redis-server (reload) did not stop"
+				fi
+				while IFS=, read -r name rps _; do
+					name=${name//\"/} rps=${rps//\"/}
+					[ "$name" = test ] && continue
+					[[ " $rtests " == *" $name "* ]] || rtests="$rtests $name"
+					rrps[$name-$side]="${rrps[$name-$side]:-} $rps"
+				done <"$log"
+				rcpu[$side]="${rcpu[$side]:-} $(awk -v a="$c0" -v b="$c1" 'BEGIN { if (a != "" && b != "") printf "%.2f", b - a }')"
+				rm -f "$d"/*.rdb
+			done
+		done
+		for name in $rtests; do
+			report "redis $name -c $REDIS_CONC" req/s "${rrps[$name-glibc]:-}" \
+				"${rrps[$name-preload]:-}" "${rcpu[glibc]:-}" "${rcpu[preload]:-}"
+		done
+	fi
+fi
+
+# ---- rocksdb ----
+if [[ " $BENCHES " == *" rocksdb "* ]]; then
+	if ! command -v db_bench >/dev/null 2>&1; then
+		echo "rocksdb: SKIP (not installed: db_bench; apt-get install rocksdb-tools)"
+	else
+		base=$LOGDIR/rocksdb-base
+		rm -rf "$base"
+		# the data set, once, not measured: ROCKSDB_NUM keys in order
+		if ! db_bench --benchmarks=fillseq --db="$base" --num="$ROCKSDB_NUM" --threads=1 \
+			--compression_type=none --progress_reports=false >"$LOGDIR/rocksdb-fill.log" 2>&1; then
+			echo "rocksdb: ERROR (fillseq failed, see $LOGDIR/rocksdb-fill.log)"
+			errors=$((errors + 1))
+		else
+			gv= pv= gc= pc=
+			for r in $(seq 1 "$REPEAT"); do
+				for side in glibc preload; do
+					pre=
+					[ $side = preload ] && pre=$PRELOAD
+					db=$LOGDIR/rocksdb-run
+					rm -rf "$db"
+					cp -a "$base" "$db"
+					log=$LOGDIR/rocksdb-$side-$r.log
+					# every key exists, so every read must find its key;
+					# verifychecksum reads every block back afterwards
+					run "$log" env LD_PRELOAD="$pre" timeout $((ROCKSDB_SECONDS + 300)) db_bench \
+						--benchmarks=readwhilewriting,verifychecksum --use_existing_db=1 \
+						--db="$db" --num="$ROCKSDB_NUM" --threads="$ROCKSDB_THREADS" \
+						--duration="$ROCKSDB_SECONDS" --seed="$r" --compression_type=none \
+						--progress_reports=false ||
+						{ echo "rocksdb $side run $r: ERROR (see $log)"; errors=$((errors + 1)); }
+					read -r v found of <<<"$(awk '/^readwhilewriting / { for (i = 1; i <= NF; i++) {
+						if ($i == "ops/sec") v = $(i - 1); if ($i == "of") { f = $(i - 1); o = $(i + 1) } }
+						sub(/\(/, "", f); print v, f, o }' "$log")"
+					if [ -z "${found:-}" ] || [ "$found" != "$of" ]; then
+						echo "rocksdb $side run $r: ERROR (${found:-?} of ${of:-?} reads found their key)"
+						errors=$((errors + 1))
+					fi
+					grep -q '^verifychecksum ' "$log" ||
+						{ echo "rocksdb $side run $r: ERROR (no verifychecksum result)"; errors=$((errors + 1)); }
+					c=$(cpu_of "$log")
+					if [ $side = glibc ]; then gv="$gv $v"; gc="$gc $c"; else pv="$pv $v"; pc="$pc $c"; fi
+				done
+			done
+			rm -rf "$LOGDIR/rocksdb-run"
+			report "rocksdb readwhilewriting $ROCKSDB_THREADS+1 thr" ops/s "$gv" "$pv" "$gc" "$pc"
+		fi
+		rm -rf "$base"
+	fi
+fi
+
+# ---- nginx ----
+if [[ " $BENCHES " == *" nginx "* ]]; then
+	. "$(dirname "$0")/nginx.sh" || die "no $(dirname "$0")/nginx.sh"
+	NGINX=$(nginx_find)
+	missing=
+	[ -n "$NGINX" ] || missing=" nginx"
+	command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
+	if [ -n "$missing" ]; then
+		echo "nginx: SKIP (not installed:$missing; apt-get install nginx-light wrk)"
+	else
+		nd=$LOGDIR/nginx
+		mkdir -p "$nd/html"
+		# a root master runs its workers as nobody, who must reach the page
+		[ "$(id -u)" = 0 ] && chmod a+x "$LOGDIR" "$nd" && chmod a+rx "$nd/html"
+		# a 4 KiB page; every response must be 200 with exactly it
+		yes 'weft preload nginx page' | head -c 4096 >"$nd/html/index.html"
+		cat >"$nd/check.lua" <<EOF_LUA
+local f = io.open("$nd/html/index.html", "rb")
+local expected = f:read("*a")
+f:close()
+n, bad = 0, 0
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function response(status, headers, body)
+	n = n + 1
+	if status ~= 200 or body ~= expected then bad = bad + 1 end
+end
+function done(summary, latency, requests)
+	local tn, tb = 0, 0
+	for _, t in ipairs(threads) do tn = tn + t:get("n"); tb = tb + t:get("bad") end
+	io.write(string.format("checked %d bad %d\n", tn, tb))
+end
+EOF_LUA
+		# Shared zones (glibc's process-shared semaphores in shared
+		# memory, which the preload passes to glibc): the accept mutex,
+		# limit_req's zone (locked on every request) and limit_conn's.
+		# The page is read by the thread pool (aio threads: private
+		# pthread mutex and cond).
+		zones='limit_req_zone $binary_remote_addr zone=rq:1m rate=1000000r/s;
+	limit_conn_zone $binary_remote_addr zone=perip:1m;'
+		loc="root $nd/html; sendfile off; aio threads;
+			limit_req zone=rq burst=1000000 nodelay; limit_conn perip 60000;"
+		gv= pv= gc= pc=
+		for r in $(seq 1 "$REPEAT"); do
+			for side in glibc preload; do
+				pre=
+				[ $side = preload ] && pre=$PRELOAD
+				rm -rf "$nd/srv"
+				nginx_conf "$nd/srv" "$NGINX_PORT" 4096 1024 "$zones" "$loc" "accept_mutex on;"
+				elog=$LOGDIR/nginx-server-$side-$r.log
+				if port_busy "$NGINX_PORT"; then
+					echo "nginx $side run $r: ERROR (port $NGINX_PORT is in use: set NGINX_PORT)"
+					errors=$((errors + 1))
+					continue
+				fi
+				nginx_start "$NGINX" "$nd/srv" "$elog" LD_PRELOAD="$pre"
+				my_pid=$NGINX_PID
+				up=
+				for _ in $(seq 1 80); do
+					port_busy "$NGINX_PORT" && { up=1; break; }
+					kill -0 "$my_pid" 2>/dev/null || break
+					sleep 0.25
+				done
+				if [ -z "$up" ]; then
+					echo "nginx $side run $r: ERROR (did not start, see $elog)"
+					errors=$((errors + 1))
+					kill "$my_pid" 2>/dev/null; wait "$my_pid" 2>/dev/null; my_pid=
+					continue
+				fi
+				sleep 0.2
+				if [ $side = preload ]; then
+					for p in $(nginx_pids); do
+						grep -q weft-preload "/proc/$p/maps" 2>/dev/null ||
+							{ echo "nginx: ERROR (the preload is not mapped in process $p)"; errors=$((errors + 1)); }
+					done
+				fi
+				log=$LOGDIR/nginx-$side-$r.log
+				timeout $((NGINX_SECONDS + 60)) wrk -t2 -c "$NGINX_CONC" -d "${NGINX_SECONDS}s" \
+					-s "$nd/check.lua" "http://127.0.0.1:$NGINX_PORT/index.html" >"$log" 2>&1 ||
+					{ echo "nginx $side run $r: ERROR (wrk failed, see $log)"; errors=$((errors + 1)); }
+				c=0
+				for p in $(nginx_pids); do
+					c=$(awk -v c="$c" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", c + ($12 + $13) / hz }' \
+						"/proc/$p/stat" 2>/dev/null || echo "$c")
+				done
+				bad=$(awk '/^checked / { print $4 }' "$log")
+				sock=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$log")
+				non2xx=$(awk '/Non-2xx or 3xx responses:/ { print $5 }' "$log")
+				if [ "${bad:-x}" != 0 ] || [ "${sock:-0}" != 0 ] || [ "${non2xx:-0}" != 0 ]; then
+					echo "nginx $side run $r: ERROR (${bad:-?} wrong responses, ${sock:-0} socket errors, ${non2xx:-0} non-2xx; see $log)"
+					errors=$((errors + 1))
+				fi
+				kill -0 "$my_pid" 2>/dev/null ||
+					{ echo "nginx $side run $r: ERROR (died, see $elog)"; errors=$((errors + 1)); }
+				kill -QUIT "$my_pid" 2>/dev/null
+				for _ in $(seq 1 80); do kill -0 "$my_pid" 2>/dev/null || break; sleep 0.25; done
+				if kill -0 "$my_pid" 2>/dev/null; then
+					echo "nginx $side run $r: ERROR (did not stop on SIGQUIT)"
+					errors=$((errors + 1))
+					kill -9 "$my_pid" 2>/dev/null
+				fi
+				wait "$my_pid" 2>/dev/null
+				my_pid=
+				if [ -s "$nd/srv/logs/error.log" ]; then
+					echo "nginx $side run $r: ERROR (its error log:)"
+					head -n 5 "$nd/srv/logs/error.log"
+					errors=$((errors + 1))
+				fi
+				v=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$log")
+				if [ $side = glibc ]; then gv="$gv $v"; gc="$gc $c"; else pv="$pv $v"; pc="$pc $c"; fi
+			done
+		done
+		report "nginx 2 workers, wrk -c $NGINX_CONC" req/s "$gv" "$pv" "$gc" "$pc"
 	fi
 fi
 

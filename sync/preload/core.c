@@ -12,11 +12,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if __has_include(<sys/rseq.h>)
-#include <sys/rseq.h>
-#define WP_HAVE_RSEQ 1
-#endif
-
 #include "preload.h"
 
 int wp_off;
@@ -25,20 +20,6 @@ long wp_spin_ns = 4000;
 unsigned long wp_stats[WP_NCLASS][WP_NSTAT];
 struct wp_real wp_real;
 static int wp_resolved;
-
-/* The calling thread's CPU from its rseq area (kept current by the kernel,
- * a plain TLS load), or sched_getcpu() where glibc registered none. */
-int wp_cpu(void)
-{
-#ifdef WP_HAVE_RSEQ
-	if (__rseq_size >= 8) {
-		const volatile struct rseq *r = (const volatile struct rseq *)(
-			(char *)__builtin_thread_pointer() + __rseq_offset);
-		return (int)r->cpu_id;
-	}
-#endif
-	return sched_getcpu();
-}
 
 static void *next_sym(const char *name, const char *version)
 {

@@ -82,6 +82,18 @@ static void note_cpu(struct wp_mutex *m)
 		__atomic_store_n(&m->cpu, (short)wp_cpu(), __ATOMIC_RELAXED);
 }
 
+/* The lock word is ours: the owner's fields, for a mutex of type type. */
+static inline void mx_took(struct wp_mutex *m, int type, uint64_t self)
+{
+	wp_count(WP_MUTEX, WP_ACQ);
+	/* relaxed: owner and count are read only by the owner or as hints,
+	 * published to the next holder by the lock word's release/acquire */
+	__atomic_store_n(&m->owner, self, __ATOMIC_RELAXED);
+	if (type == PTHREAD_MUTEX_RECURSIVE)
+		m->count = 1;
+	note_cpu(m);
+}
+
 /* spins in a row without the lock before a lock is no longer spun on */
 #define WP_SPIN_FAILS_MAX 4
 
@@ -301,12 +313,7 @@ int wp_mutex_timed(struct wp_mutex *m, clockid_t clk, const struct timespec *abs
 	int e = mx_acquire(m, clk, abs);
 	if (e)
 		return e;
-	wp_count(WP_MUTEX, WP_ACQ);
-	/* relaxed: see wp_mutex_relock */
-	__atomic_store_n(&m->owner, self, __ATOMIC_RELAXED);
-	if (type == PTHREAD_MUTEX_RECURSIVE)
-		m->count = 1;
-	note_cpu(m);
+	mx_took(m, type, self);
 	return 0;
 }
 
@@ -332,11 +339,7 @@ int wp_mutex_trylock(struct wp_mutex *m)
 	if (!__atomic_compare_exchange_n(&m->lock, &z, 1, 0, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		return EBUSY;
-	wp_count(WP_MUTEX, WP_ACQ);
-	__atomic_store_n(&m->owner, self, __ATOMIC_RELAXED);
-	if (type == PTHREAD_MUTEX_RECURSIVE)
-		m->count = 1;
-	note_cpu(m);
+	mx_took(m, type, self);
 	return 0;
 }
 
@@ -344,7 +347,7 @@ int wp_mutex_trylock(struct wp_mutex *m)
  * HANDED, then the Dekker re-check of m->starving. Returns 0 if the word
  * was not 2 (no sleeper: unlock normally), 1 when the lock was handed over
  * or released. */
-static int mx_hand_off(struct wp_mutex *m)
+static __attribute__((noinline)) int mx_hand_off(struct wp_mutex *m)
 {
 	int v = 2;
 
@@ -372,7 +375,9 @@ static int mx_hand_off(struct wp_mutex *m)
 	return 1;
 }
 
-int wp_mutex_unlock(struct wp_mutex *m)
+/* inline in pthread_mutex_unlock: no stack frame on the common path (the
+ * hand-off is out of line) */
+static inline int mx_unlock(struct wp_mutex *m)
 {
 	int type = mx_type(m);
 	if (type == PTHREAD_MUTEX_RECURSIVE || type == PTHREAD_MUTEX_ERRORCHECK) {
@@ -394,6 +399,11 @@ int wp_mutex_unlock(struct wp_mutex *m)
 	if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) == 2)
 		wp_futex_wake((unsigned *)&m->lock, 1, 0);
 	return 0;
+}
+
+int wp_mutex_unlock(struct wp_mutex *m)
+{
+	return mx_unlock(m);
 }
 
 /* Before a wait on a cond of glibc's with m: no hand-off for this mutex
@@ -507,11 +517,28 @@ WP_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 	return 0;
 }
 
+/* The uncontended lock is most of a server's locking (memcached and
+ * MariaDB: over 99% of acquisitions), so it is taken here, with no call
+ * and no stack frame: a CAS 0 -> 1 that succeeds means that no thread,
+ * this one included, held the mutex, so a RECURSIVE or ERRORCHECK mutex
+ * has nothing to check. Any other case goes the full way, which reads
+ * everything again. */
 WP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
+	struct wp_mutex *w = PM(m);
+	/* relaxed: see mx_type */
+	int kind = __atomic_load_n(&w->kind, __ATOMIC_RELAXED);
+	int z = 0;
+
+	/* acquire: the critical section reads after the lock is ours */
+	if (__builtin_expect(!wp_off && !(kind & WP_KIND_GLIBC), 1) &&
+	    __atomic_compare_exchange_n(&w->lock, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		mx_took(w, kind & 3, wp_self());
+		return 0;
+	}
 	if (OFF(m))
 		return WP_REAL(mutex_lock)(m);
-	return wp_mutex_timed(PM(m), CLOCK_REALTIME, NULL);
+	return wp_mutex_timed(w, CLOCK_REALTIME, NULL);
 }
 
 WP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
@@ -544,7 +571,7 @@ WP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	if (OFF(m))
 		return WP_REAL(mutex_unlock)(m);
-	return wp_mutex_unlock(PM(m));
+	return mx_unlock(PM(m));
 }
 
 /* Robust mutexes are glibc's; ours are not robust (glibc: EINVAL). */

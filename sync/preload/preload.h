@@ -14,10 +14,16 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#define WP_HAVE_RSEQ 1
+#endif
 
 #define WP_EXPORT __attribute__((visibility("default")))
 
@@ -137,7 +143,20 @@ static inline uint64_t wp_self(void)
 	return (p << 32 | p >> 32) | 0x80000000u;
 }
 
-int wp_cpu(void);
+/* The calling thread's CPU from its rseq area (kept current by the
+ * kernel: a plain TLS load, inline because the uncontended lock takes it),
+ * or sched_getcpu() where glibc registered none. */
+static inline int wp_cpu(void)
+{
+#ifdef WP_HAVE_RSEQ
+	if (__builtin_expect(__rseq_size >= 8, 1)) {
+		const volatile struct rseq *r = (const volatile struct rseq *)(
+			(char *)__builtin_thread_pointer() + __rseq_offset);
+		return (int)r->cpu_id;
+	}
+#endif
+	return sched_getcpu();
+}
 
 /* ---- futex ---- */
 int wp_futex_wait(unsigned *addr, unsigned val, const struct timespec *abs,
