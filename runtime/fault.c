@@ -1,8 +1,10 @@
 /*
  * runtime/fault.c - fault injection for the tests: WEFT_FAULT=alloc:N
  * fails the N-th internal allocation, WEFT_FAULT=sqfull:N makes the next N
- * io_uring SQE requests find the SQ full (guard:N is runtime/stack.c's).
- * Both are off (0) unless the variable names them; weft_init resets them
+ * io_uring SQE requests find the SQ full, WEFT_FAULT=trimslow:US makes
+ * every slot a deep stack trim gives back take US microseconds more
+ * (guard:N is runtime/stack.c's). All are off (0) unless the variable
+ * names them; weft_init resets them
  * (wft_fault_reset_unsafe) before any worker starts. Also wft_malloc, the
  * allocator that goes through the injector.
  */
@@ -44,6 +46,11 @@ bool wft_fault_sqfull_take(void)
 	return false;
 }
 
+/* WEFT_FAULT=trimslow:US: the deep trim's scavenge (runtime/stack.c
+ * "Scavenge") sleeps US microseconds after each slot, as a trimmer that
+ * the host preempts does, which a test cannot otherwise force. 0 = off. */
+_Atomic long wft_fault_trimslow_us;
+
 void *wft_malloc(size_t n)
 {
 	return wft_fault_alloc() ? NULL : malloc(n);
@@ -53,10 +60,13 @@ void wft_fault_reset_unsafe(const char *e)
 {
 	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_trimslow_us, 0, memory_order_relaxed);
 	if (e && strncmp(e, "alloc:", 6) == 0) {
 		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
 		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
 	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
 		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
+	} else if (e && strncmp(e, "trimslow:", 9) == 0) {
+		atomic_store_explicit(&wft_fault_trimslow_us, atol(e + 9), memory_order_relaxed);
 	}
 }
