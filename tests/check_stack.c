@@ -892,14 +892,15 @@ static long rss_kib(void)
  * the caches and the pool do not keep) go back to their chunks dirty.
  * Once both workers sleep, a deep trim gives their pages back, made slow
  * with WEFT_FAULT=trimslow (as a trimmer the host preempts). While it
- * runs (the process's RSS falls slot by slot), two threads with a stack size
- * nobody caches are spawned, one pinned to each worker. The one on the
- * worker that is not trimming must start at once: before, the trim held
- * the chunk lock across all its madvise calls, and the other worker
+ * runs (the process's RSS falls slot by slot), two threads with a stack
+ * size nobody caches are spawned, one pinned to each worker. The one on
+ * the worker that is not trimming must start at once: before, the trim
+ * held the chunk lock across all its madvise calls, and the other worker
  * waited for it in its own trim, so both probes started only when the
- * whole trim was over: 0.6-0.8 s later at 3 ms a slot, 1.6-5.9 s at
- * 8 ms (1,200 threads), 2.5-3.0 s at 10 ms (800). The bound, 1 s, leaves room for a host that deschedules a worker
- * for a few hundred ms (docs/wake-path.md "Collapsed runs"). */
+ * whole trim was over: 0.6-0.8 s later at 3 ms a slot, 1.6-5.9 s at 8 ms
+ * (1,200 threads), 2.5-3.0 s at 10 ms (800). The bound, 1 s, leaves room
+ * for a host that deschedules a worker for a few hundred ms
+ * (docs/wake-path.md "Collapsed runs"). */
 START_TEST(trim_does_not_block_stacks)
 {
 	weft_thread_t th[TRIM_THREADS], pr[2];
