@@ -619,13 +619,22 @@ static void fault_trimslow(void)
 static unsigned chunk_scavenge(void)
 {
 	struct scav_slot batch[SCAVENGE_BATCH];
-	unsigned n, total = 0;
+	unsigned n, total = 0, budget = 0;
 
 	/* acquire/release: only elects one scavenger; the slots themselves
 	 * are handed over under chunk_lock */
 	if (atomic_flag_test_and_set_explicit(&scavenging, memory_order_acquire))
 		return 0;
-	do {
+	/* Only as many slots as were dirty when it began: threads that exit
+	 * meanwhile (the lock is free now) free more, and a scavenger
+	 * chasing them would stay in its park path, where its own mail
+	 * waits. They wait for the next deep trim, as a slot freed just
+	 * after a trim always did. */
+	pthread_mutex_lock(&chunk_lock);
+	for (unsigned k = 0; k < nchunks; k++)
+		budget += chunks[k]->ndirty;
+	pthread_mutex_unlock(&chunk_lock);
+	while (total < budget) {
 		pthread_mutex_lock(&chunk_lock);
 		n = scavenge_take(batch);
 		pthread_mutex_unlock(&chunk_lock);
@@ -643,7 +652,9 @@ static unsigned chunk_scavenge(void)
 			pthread_mutex_unlock(&chunk_lock);
 		}
 		total += n;
-	} while (n == SCAVENGE_BATCH);
+		if (n < SCAVENGE_BATCH)
+			break;
+	}
 	atomic_flag_clear_explicit(&scavenging, memory_order_release);
 	return total;
 }
