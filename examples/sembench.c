@@ -97,6 +97,7 @@
  * docs/design.md "Wake path" for what modes 3/4 exercise, examples/run-seeds.sh to run it.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -688,6 +689,66 @@ static void spawn_weft(void)
 	}
 }
 
+/*
+ * Where the process's threads spent the run, from the kernel's per-thread
+ * schedstat (run time, and run delay: time runnable but waiting for a CPU;
+ * both since the thread started). Split into the weft workers (threads
+ * named weft-w*), the poster (the main thread) and the rest. A run far
+ * below the others whose threads waited for a CPU much longer than they
+ * ran was starved by the host, not slowed by the runtime: on a shared
+ * 2-CPU VM single workers were seen runnable for 250-300 ms without
+ * running once (docs/wake-path.md "Collapsed runs"). Prints nothing if
+ * schedstat is not available. Context: main, before the workers exit.
+ */
+static void report_cpu_wait(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	double run[3] = { 0 }, wait[3] = { 0 }, wmax = 0;
+	int n[3] = { 0 };
+	long self = (long)getpid();
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		unsigned long long r, w;
+		FILE *f;
+		int k;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = '\0';
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		k = fscanf(f, "%llu %llu", &r, &w);
+		fclose(f);
+		if (k != 2)
+			continue;
+		k = strtol(e->d_name, NULL, 10) == self ? 1 : strncmp(comm, "weft-w", 6) == 0 ? 0 : 2;
+		run[k] += r / 1e9;
+		wait[k] += w / 1e9;
+		n[k]++;
+		if (k == 0 && w / 1e9 > wmax)
+			wmax = w / 1e9;
+	}
+	closedir(d);
+	if (!n[0] && !n[1])
+		return;
+	fprintf(stderr,
+		"sembench: kernel: %d workers ran %.3f s, waited for a CPU %.3f s (most: %.3f s); "
+		"poster ran %.3f s, waited %.3f s; %d other threads ran %.3f s, waited %.3f s\n",
+		n[0], run[0], wait[0], wmax, run[1], wait[1], n[2], run[2], wait[2]);
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -835,6 +896,7 @@ int main(int argc, char **argv)
 			"per wakeup)\n",
 			scan_ns / 1e9, (double)scan_ns / (double)total, issue_ns / 1e9,
 			(double)issue_ns / (double)total);
+	report_cpu_wait();
 	if (opt_mode == MODE_WEFT_WQ || opt_mode == MODE_WEFT_POST) {
 		weft_stats_t st;
 		int err = weft_shutdown();

@@ -1,7 +1,9 @@
 /*
  * runtime/fault.c - fault injection for the tests: WEFT_FAULT=alloc:N
  * fails the N-th internal allocation, WEFT_FAULT=sqfull:N makes the next N
- * io_uring SQE requests find the SQ full (guard:N is runtime/stack.c's).
+ * io_uring SQE requests find the SQ full, WEFT_FAULT=trimslow:US makes
+ * every slot a deep stack trim gives back take US microseconds more
+ * (guard:N is runtime/stack.c's).
  * The feature refusals make the kernel (or liburing) answer as one without
  * an io_uring feature would, so each fallback runs on a kernel that has
  * the feature:
@@ -16,7 +18,7 @@
  *                   receive's IORING_RECVSEND_POLL_FIRST are refused (EINVAL);
  *   noringfd        the ring fd is not registered (as if the kernel
  *                   refused it).
- * Knobs combine separated by commas (alloc, sqfull and guard must come
+ * Knobs combine separated by commas (alloc, sqfull, trimslow and guard must come
  * first). All are off unless the variable names them; weft_init resets
  * them (wft_fault_reset_unsafe) before any worker starts. Also
  * wft_malloc, the allocator that goes through the injector.
@@ -63,6 +65,10 @@ bool wft_fault_sqfull_take(void)
 _Atomic unsigned wft_fault_ringflags;
 _Atomic unsigned long long wft_fault_noops;
 _Atomic unsigned wft_fault_refuse;
+/* WEFT_FAULT=trimslow:US: the deep trim's scavenge (runtime/stack.c
+ * "Scavenge") sleeps US microseconds after each slot, as a trimmer that
+ * the host preempts does, which a test cannot otherwise force. 0 = off. */
+_Atomic long wft_fault_trimslow_us;
 
 void *wft_malloc(size_t n)
 {
@@ -108,11 +114,14 @@ void wft_fault_reset_unsafe(const char *e)
 {
 	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_trimslow_us, 0, memory_order_relaxed);
 	if (e && strncmp(e, "alloc:", 6) == 0) {
 		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
 		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
 	} else if (e && strncmp(e, "sqfull:", 7) == 0) {
 		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
+	} else if (e && strncmp(e, "trimslow:", 9) == 0) {
+		atomic_store_explicit(&wft_fault_trimslow_us, atol(e + 9), memory_order_relaxed);
 	}
 	parse_refusals(e);
 }

@@ -41,6 +41,10 @@ static inline bool wft_fault_refused(unsigned what)
 {
 	return wft_unlikely(atomic_load_explicit(&wft_fault_refuse, memory_order_relaxed) & what);
 }
+/* WEFT_FAULT=trimslow:US: microseconds added to each slot of a deep
+ * stack trim (runtime/stack.c "Scavenge"); 0 = off. relaxed loads: a
+ * test knob set before the workers start. */
+extern _Atomic long wft_fault_trimslow_us;
 void *wft_malloc(size_t n);  /* malloc through the fault injector */
 /* Arm the knobs that e (WEFT_FAULT's value, or NULL) names, disarm the
  * others. Context: weft_init, under init_lock, no worker running. */

@@ -185,7 +185,11 @@ static size_t map_size(size_t size, int guard)
  * guarded.
  *
  * All of it is under chunk_lock: it is reached only past the worker's
- * cache and the overflow pool (a miss of both, or both full).
+ * cache and the overflow pool (a miss of both, or both full). The system
+ * calls on one slot (a fresh slot's populate, the trim's MADV_DONTNEED)
+ * are made outside it, on a slot in no free list (Scavenge below): a
+ * lock that every thread's first run may need must not be held across
+ * page allocation by a worker the host can preempt.
  *
  * Rejected: a guard-free default with canaries (an overflow of a
  * guard-free stack silently writes into the stack below, which holds
@@ -472,8 +476,9 @@ static void chunk_free(struct chunk *c)
 }
 
 /* A slot of class k: a free one (newest first), else the next uncarved
- * one, guard marker installed. NULL if none can be had. chunk_lock held. */
-static char *chunk_get(struct chunk_class *k)
+ * one, guard marker installed (*fresh: it was carved now). NULL if none
+ * can be had. chunk_lock held. */
+static char *chunk_get(struct chunk_class *k, bool *fresh)
 {
 	struct chunk *c = k->partial;
 	char *p;
@@ -502,9 +507,7 @@ static char *chunk_get(struct chunk_class *k)
 			return NULL;
 		}
 		c->ncarved++;
-		/* the top page, which the thread's first frames touch: a
-		 * syscall populates it for less than the fault would cost */
-		madvise(p + k->slot - wft_page_size(), wft_page_size(), MADV_POPULATE_WRITE);
+		*fresh = true;
 	}
 	if (!c->nfree && c->ncarved == k->n)
 		partial_del(c);
@@ -526,28 +529,134 @@ static void chunk_put(struct chunk *c, char *p)
 		partial_add(c);
 }
 
-/* MADV_DONTNEED every dirty free slot (usable part: the guard marker
- * stays). Returns how many. chunk_lock held. */
-static unsigned chunk_scavenge(void)
+/*
+ * Scavenge: MADV_DONTNEED every dirty free slot (usable part: the guard
+ * marker stays), with chunk_lock held only to take slots out of their
+ * free lists and to put them back, never across the system calls.
+ * Why: the deep trim runs in a worker's park path, and every worker that
+ * parks deep runs one; with the madvise loop under the lock, 64 workers
+ * on 2 CPUs held chunk_lock 1.9-2.3 ms per trim on average and up to
+ * 204 ms (a trimmer preempted by the host mid-loop), and every worker
+ * that needed a stack (a thread's first run) or freed one waited behind
+ * it in futex_wait, up to 0.86 s: the runtime stood still with threads
+ * runnable (docs/wake-path.md "Collapsed runs").
+ * A slot taken out (SCAVENGE_BATCH at a time) is in no free list, so no
+ * chunk_get hands it out while its pages are dropped, and its chunk
+ * cannot be unmapped under us (nfree < ncarved while it is out, so
+ * chunk_put's "every carved slot free" never holds; a full chunk that
+ * loses its last free slot leaves the partial list meanwhile, as
+ * chunk_get's invariant wants: a chunk on it has a free or uncarved
+ * slot). Back under the lock, the slots return clean, and a chunk whose
+ * every slot is then free is unmapped, as chunk_put would. One
+ * scavenger at a time (scavenging, a try-flag): the others have nothing
+ * to add, the dirty slots are the same for all. Returns how many. */
+#define SCAVENGE_BATCH 32
+
+struct scav_slot {
+	struct chunk *c;
+	unsigned i;
+};
+
+/* Take up to SCAVENGE_BATCH dirty free slots out of their chunks into
+ * out[]. chunk_lock held. */
+static unsigned scavenge_take(struct scav_slot *out)
 {
 	unsigned n = 0;
 
-	for (unsigned k = 0; k < nchunks; k++) {
+	for (unsigned k = 0; k < nchunks && n < SCAVENGE_BATCH; k++) {
 		struct chunk *c = chunks[k];
-		size_t g = c->cls->guard ? wft_page_size() : 0;
 
-		for (unsigned j = 0; c->ndirty && j < c->nfree; j++) {
+		for (unsigned j = 0; c->ndirty && j < c->nfree && n < SCAVENGE_BATCH;) {
 			unsigned i = c->free[j];
 
-			if (!(c->dirty[i / 64] & (1ull << (i % 64))))
+			if (!(c->dirty[i / 64] & (1ull << (i % 64)))) {
+				j++;
 				continue;
-			madvise(c->base + (size_t)i * c->cls->slot + g, c->cls->slot - g, MADV_DONTNEED);
+			}
 			c->dirty[i / 64] &= ~(1ull << (i % 64));
 			c->ndirty--;
+			/* the last free slot fills the gap: the newest-first
+			 * order of reuse is lost for that one slot only */
+			c->free[j] = c->free[--c->nfree];
+			out[n].c = c;
+			out[n].i = i;
 			n++;
 		}
+		if (!c->nfree && c->ncarved == c->cls->n)
+			partial_del(c);
 	}
 	return n;
+}
+
+/* Put scavenged slots back, clean. chunk_lock held. */
+static void scavenge_put(struct scav_slot *in, unsigned n)
+{
+	for (unsigned j = 0; j < n; j++) {
+		struct chunk *c = in[j].c;
+
+		c->free[c->nfree++] = (uint16_t)in[j].i;
+		if (c->nfree == c->ncarved)
+			chunk_free(c);
+		else
+			partial_add(c);
+	}
+}
+
+static atomic_flag scavenging = ATOMIC_FLAG_INIT;
+
+/* WEFT_FAULT=trimslow:US (runtime/fault.c). relaxed: a test knob */
+static void fault_trimslow(void)
+{
+	long us = atomic_load_explicit(&wft_fault_trimslow_us, memory_order_relaxed);
+
+	if (wft_unlikely(us > 0)) {
+		struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static unsigned chunk_scavenge(void)
+{
+	struct scav_slot batch[SCAVENGE_BATCH];
+	unsigned n, total = 0, budget = 0;
+
+	/* acquire/release: only elects one scavenger; the slots themselves
+	 * are handed over under chunk_lock */
+	if (atomic_flag_test_and_set_explicit(&scavenging, memory_order_acquire))
+		return 0;
+	/* Only as many slots as were dirty when it began: threads that exit
+	 * meanwhile (the lock is free now) free more, and a scavenger
+	 * chasing them would stay in its park path, where its own mail
+	 * waits. They wait for the next deep trim, as a slot freed just
+	 * after a trim always did. */
+	pthread_mutex_lock(&chunk_lock);
+	for (unsigned k = 0; k < nchunks; k++)
+		budget += chunks[k]->ndirty;
+	pthread_mutex_unlock(&chunk_lock);
+	while (total < budget) {
+		pthread_mutex_lock(&chunk_lock);
+		n = scavenge_take(batch);
+		pthread_mutex_unlock(&chunk_lock);
+		for (unsigned j = 0; j < n; j++) {
+			struct chunk *c = batch[j].c;
+			size_t g = c->cls->guard ? wft_page_size() : 0;
+
+			madvise(c->base + (size_t)batch[j].i * c->cls->slot + g, c->cls->slot - g,
+				MADV_DONTNEED);
+			fault_trimslow();
+		}
+		if (n) {
+			pthread_mutex_lock(&chunk_lock);
+			scavenge_put(batch, n);
+			pthread_mutex_unlock(&chunk_lock);
+		}
+		total += n;
+		if (n < SCAVENGE_BATCH)
+			break;
+	}
+	atomic_flag_clear_explicit(&scavenging, memory_order_release);
+	return total;
 }
 
 /* Free the classes that have no chunk left. chunk_lock held. */
@@ -593,12 +702,22 @@ static bool chunk_alloc(struct weft_thread *t)
 {
 	struct chunk_class *k;
 	char *p = NULL;
+	size_t slot = 0;
+	bool fresh = false;
 
 	pthread_mutex_lock(&chunk_lock);
 	k = class_of(t->stack_size, t->guard);
-	if (k)
-		p = chunk_get(k);
+	if (k) {
+		p = chunk_get(k, &fresh);
+		slot = k->slot;
+	}
 	pthread_mutex_unlock(&chunk_lock);
+	/* A fresh slot's top page, which the thread's first frames touch: a
+	 * syscall populates it for less than the fault would cost. Outside
+	 * chunk_lock: the slot is ours now, and a page allocation under the
+	 * lock made every other stack allocation wait for it (Scavenge). */
+	if (fresh)
+		madvise(p + slot - wft_page_size(), wft_page_size(), MADV_POPULATE_WRITE);
 	t->stack = p;
 	return p != NULL;
 }
@@ -706,8 +825,8 @@ static unsigned chunk_trim(void)
 {
 	unsigned n;
 
-	pthread_mutex_lock(&chunk_lock);
 	n = chunk_scavenge();
+	pthread_mutex_lock(&chunk_lock);
 	classes_prune();
 	if (!nchunks) {
 		free(chunks);

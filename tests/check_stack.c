@@ -844,6 +844,129 @@ START_TEST(guard_enomem_fallback)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* trim: a deep trim gives stack pages back without holding up the
+ * threads that need a stack meanwhile (runtime/stack.c "Scavenge") */
+
+#define TRIM_THREADS 800
+#define TRIM_TOUCH (32 * 1024)
+#define TRIM_SLOW "trimslow:10000"  /* 10 ms per slot */
+#define TRIM_BOUND_NS 1000000000ull
+#define TRIM_HIST 6   /* RSS samples 10 ms apart: 50 ms of history */
+
+static weft_sem_t trim_go;
+static _Atomic int trim_ready;
+static _Atomic weft_time_t trim_ran[2];
+
+static void *trim_toucher(void *arg)
+{
+	volatile char buf[TRIM_TOUCH];
+
+	(void)arg;
+	memset((char *)buf, 1, sizeof(buf));   /* pages the trim gives back */
+	atomic_fetch_add(&trim_ready, 1);
+	weft_sem_wait(&trim_go);
+	return (void *)(uintptr_t)buf[TRIM_TOUCH / 2];
+}
+
+static void *trim_probe(void *arg)
+{
+	atomic_store(&trim_ran[(intptr_t)arg], weft_now_ns());
+	return NULL;
+}
+
+static long rss_kib(void)
+{
+	long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &size, &res) != 2)
+		res = -1;
+	fclose(f);
+	return res < 0 ? -1 : res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* 800 threads with stacks from chunks exit, and their stacks (those
+ * the caches and the pool do not keep) go back to their chunks dirty.
+ * Once both workers sleep, a deep trim gives their pages back, made slow
+ * with WEFT_FAULT=trimslow (as a trimmer the host preempts). While it
+ * runs (the process's RSS falls slot by slot), two threads with a stack
+ * size nobody caches are spawned, one pinned to each worker. The one on
+ * the worker that is not trimming must start at once: before, the trim
+ * held the chunk lock across all its madvise calls, and the other worker
+ * waited for it in its own trim, so both probes started only when the
+ * whole trim was over: 0.6-0.8 s later at 3 ms a slot, 1.6-5.9 s at 8 ms
+ * (1,200 threads), 2.5-3.0 s at 10 ms (800). The bound, 1 s, leaves room
+ * for a host that deschedules a worker for a few hundred ms
+ * (docs/wake-path.md "Collapsed runs"). */
+START_TEST(trim_does_not_block_stacks)
+{
+	weft_thread_t th[TRIM_THREADS], pr[2];
+	weft_attr_t a;
+	long rss0, rss, hist[TRIM_HIST];
+	weft_time_t t0, until, first;
+
+	if (rss_kib() < 0) {
+		wt_skip("stack/trim_does_not_block_stacks: no /proc/self/statm");
+		return;
+	}
+	atomic_store(&trim_ready, 0);
+	atomic_store(&trim_ran[0], 0);
+	atomic_store(&trim_ran[1], 0);
+	ck_assert_int_eq(setenv("WEFT_FAULT", TRIM_SLOW, 1), 0);
+	wt_init_workers(2);
+	ck_assert_int_eq(unsetenv("WEFT_FAULT"), 0);
+	ck_assert_int_eq(weft_sem_init(&trim_go, 0), 0);
+	weft_attr_init(&a);
+	a.stack_size = 64 * 1024;
+	a.guard = 0;   /* chunk slots whatever the kernel's guard markers */
+	for (int i = 0; i < TRIM_THREADS; i++)
+		ck_assert_int_eq(weft_spawn(&th[i], trim_toucher, NULL, &a), 0);
+	while (atomic_load(&trim_ready) < TRIM_THREADS)
+		usleep(1000);
+	ck_assert_int_eq(weft_sem_post_n(&trim_go, TRIM_THREADS), 0);
+	for (int i = 0; i < TRIM_THREADS; i++)
+		ck_assert_int_eq(weft_join(th[i], NULL), 0);
+	/* The scavenge is under way once the RSS has fallen by 1 MiB and is
+	 * still falling slot by slot (by 96 KiB, three slots, within 50 ms):
+	 * one fall alone may be a chunk unmapped whole by the pool's trim,
+	 * just before the scavenge starts. */
+	rss0 = rss_kib();
+	ck_assert_int_ge(rss0, 0);
+	for (int i = 0; i < TRIM_HIST; i++)
+		hist[i] = rss0;
+	until = weft_now_ns() + 10000000000ull;
+	for (int i = 0;; i++) {
+		usleep(10000);
+		rss = rss_kib();
+		hist[i % TRIM_HIST] = rss;
+		/* hist[(i + 1) % TRIM_HIST]: the sample 50 ms before this one */
+		if (rss <= rss0 - 1024 && rss <= hist[(i + 1) % TRIM_HIST] - 96)
+			break;
+		ck_assert_msg(weft_now_ns() < until, "no deep trim in 10 s (RSS %ld KiB, was %ld)",
+			      rss, rss0);
+	}
+	a.stack_size = 48 * 1024;   /* a size no cache or pool holds */
+	t0 = weft_now_ns();
+	for (intptr_t i = 0; i < 2; i++) {
+		a.worker = (int)i;
+		ck_assert_int_eq(weft_spawn(&pr[i], trim_probe, (void *)i, &a), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(weft_join(pr[i], NULL), 0);
+	first = atomic_load(&trim_ran[0]);
+	if (atomic_load(&trim_ran[1]) < first)
+		first = atomic_load(&trim_ran[1]);
+	ck_assert_int_eq(weft_sem_destroy(&trim_go), 0);
+	wt_shutdown();
+	ck_assert_msg(first - t0 < TRIM_BOUND_NS,
+		      "both threads that needed a stack waited %.0f ms for a deep trim "
+		      "(bound %.0f ms)", (first - t0) / 1e6, TRIM_BOUND_NS / 1e6);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stack");
@@ -871,6 +994,9 @@ int main(void)
 
 	tc = wt_tcase(s, "fallback", 30);
 	tcase_add_test(tc, guard_enomem_fallback);
+
+	tc = wt_tcase(s, "trim", 60);
+	tcase_add_test(tc, trim_does_not_block_stacks);
 
 	tc = wt_tcase(s, "tls", 30);
 	tcase_add_test(tc, tls_shared_by_worker);
