@@ -287,6 +287,9 @@ static inline void spawn_reset(struct weft_thread *t, weft_fn_t fn, void *arg, c
 	/* a new waker record (wake.c "Wide wakers"); relaxed: as above */
 	t->last_wakee = NULL;
 	atomic_store_explicit(&t->wakee_flips, 0, memory_order_relaxed);
+	/* no fast rwlock read hold (rwlock.c "Read bias"); only t uses it */
+	t->rw_fast_lock = NULL;
+	t->rw_fast_slot = NULL;
 	t->flip_wakes = 0;
 	t->flip_decay = 0;
 	t->wait_what = NULL;

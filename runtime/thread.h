@@ -146,6 +146,13 @@ struct weft_thread {
 	 * read only by the thread itself (weft_yield when in_gang, the gang
 	 * calls). Valid only while in_gang: spawn clears in_gang, not this. */
 	struct wft_gang_member *gang;
+	/* The thread's fast read hold of an rwlock (sync/rwlock.c "Read
+	 * bias"): the lock and the per-worker counter slot its read lock
+	 * incremented, so that the unlock decrements that slot on whatever
+	 * worker the thread runs by then. NULL lock: none. Written and read
+	 * only by the thread itself; cleared by spawn. */
+	const void *rw_fast_lock;
+	void *rw_fast_slot;
 } wft_cacheline_aligned;   /* TCB slabs are cache-line aligned (thread.c) */
 
 /* The calling light thread, or NULL (OS thread or scheduler loop). */

@@ -1,11 +1,12 @@
 /*
  * sync/rwlock.c - weft_rwlock_t: phase-fair reader-writer lock with a read
- * bias (readers of a lock no writer used lately touch no shared line).
+ * bias (readers of a lock no writer used lately count themselves in their
+ * worker's row of a reader table and touch no shared line).
  *
  * What it owns
  *   The rwlock word, two FIFO queues (readers, writers), the hand-off
- *   rules between read phases and write phases, and the reader slot table
- *   shared by every rwlock ("Read bias"). docs/design.md "Reader-writer
+ *   rules between read phases and write phases, and the per-worker reader
+ *   count table shared by every rwlock ("Read bias"). docs/design.md "Reader-writer
  *   lock" has the measurements and the ceiling of the benchmark.
  *
  * State word (rw->state, 64 bits)
@@ -32,98 +33,128 @@
  *       holders write the word: lockless CASes expect no WRITER.
  *
  *   The state word counts only the read holds taken through it (the slow
- *   path); read holds taken through slots ("Read bias") are in the table.
+ *   path); read holds counted in slots ("Read bias") are in the table.
  *   A writer holds the lock once it has WRITER in the word AND has drained
  *   the slots ("Revocation"); until then it holds WRITER and waits.
  *
- * Read bias (the reader slot table)
- *   rw->bias is OFF, ON or REVOKING. While it is ON, a read lock claims a
- *   slot of a global table instead of adding to the state word: the table
- *   has WFT_RW_ROWS rows (thread classes: a hash of the owner id) by WFT_RW_COLS
- *   columns (lock classes: a hash of rw); a slot is 16 bytes {rw, id}. The
- *   reader CASes slot.rw from 0 to rw, stores its id, and re-reads bias.
- *   Its unlock finds the same slot from (rw, its id), sees {rw, its id}
- *   and frees it with two stores. A row is written only by the threads of
- *   its class, so in the common case a read lock and unlock touch one line
- *   that no other worker touches; the lock object itself is only read
- *   (bias), and it stays in every reader's cache until a writer comes.
- *   A taken slot (another lock of the same column, or a row-mate holding
- *   this lock) sends the reader to the slow path: nothing else happens.
+ * Read bias (per-worker reader counts)
+ *   rw->bias is OFF, ON or REVOKING. While it is ON, a read lock counts
+ *   itself in a process-wide table of 8-byte counter slots instead of in
+ *   the state word. The table has WFT_RW_ROWS rows, one per worker (worker
+ *   id modulo the rows), by WFT_RW_COLS columns (lock classes: a hash of
+ *   rw). A slot is {tag, count} in one word: the tag is rw's address, the
+ *   count the read holds of rw counted there. A light thread counts in its
+ *   current worker's row; a plain OS thread in a row hashed from the
+ *   address of its own TLS record (the fallback: its line may be shared
+ *   with a worker's, which costs a transfer, not correctness). The reader
+ *   CASes the slot (free -> {rw, 1}, or {rw, n} -> {rw, n + 1}), re-reads
+ *   bias, and notes {rw, slot} in its own record: rw_fast_lock and
+ *   rw_fast_slot in its TCB, or rw_os_hold. Its unlock finds the slot in
+ *   that record, not from where it runs, and decrements it. So in the
+ *   common case a read lock and unlock are two RMWs on a line that only
+ *   the threads of one worker write, one after another on one CPU; the
+ *   lock object itself is only read (bias), and it stays in every
+ *   reader's cache until a writer comes. A slot tagged for another lock
+ *   of the same column, a full count, or a second read hold while the
+ *   thread has one in its record sends the reader to the state word.
  *
- *   I5. bias OFF => no slot holds rw, except a reader's claim that it will
- *       undo (it re-reads bias, sees OFF, frees the slot, takes the slow
- *       path). ON and REVOKING => a writer must scan before it holds.
- *       OFF is stored only by a writer that holds WRITER and drained the
- *       slots; REVOKING by a writer that holds WRITER or is queued.
+ *   I5. bias OFF => no slot counts a hold of rw, except a reader's count
+ *       that it will undo (it re-reads bias, sees OFF, decrements, takes
+ *       the slow path). ON and REVOKING => a writer must scan before it
+ *       holds. OFF is stored only by a writer that holds WRITER and
+ *       drained the slots; REVOKING by a writer that holds WRITER or is
+ *       queued.
  *   I6. ON is stored only by a thread holding a read hold in the state
  *       word (rebias(), after the CAS that took it, with no writer
  *       holding or queued), before that hold's release. So the next
  *       writer's acquire of WRITER follows that store and its relaxed
  *       load of bias sees ON or a later value: it cannot miss the bias.
- *   I7. A slot is written only by the thread holding it (claim, id, free),
- *       and it is freed id first: a row-mate that sees slot.rw == rw reads
- *       an id that is not its own, so an unlock never frees another
- *       thread's hold. (A thread that holds rw twice holds one slot and
- *       one count in the word; its first unlock frees the slot.)
+ *   I7. A slot's tag changes only while its count is 0 (the claiming CAS
+ *       expects count 0), so while a hold of rw is counted in a slot the
+ *       slot stays tagged rw, and every count in it is a hold of rw. A
+ *       thread's record names the slot its read lock counted in; the
+ *       unlock decrements exactly that slot, also after the thread moved
+ *       to another worker (then with an RMW on a remote line, against the
+ *       RMWs of that row's threads: hence RMWs, not plain stores). A
+ *       thread without a matching record holds no slot count, so its
+ *       unlock goes to the word, which says EPERM if it holds nothing
+ *       there either: a non-holder never takes a slot holder's count.
  *
- *   The race: a reader claims its slot while a writer turns bias off and
+ *   The race: a reader counts itself while a writer turns bias off and
  *   scans. It is the store-buffering (Dekker) pattern, and every access in
- *   it is seq_cst (on x86-64 the claim is a LOCK CMPXCHG and the writer's
+ *   it is seq_cst (on x86-64 the count is a LOCK CMPXCHG and the writer's
  *   store an XCHG; on aarch64 CASAL/STLR against LDAR):
  *
  *     reader                              writer (holds WRITER)
  *     ------                              ------
- *     CAS slot.rw 0 -> rw   (seq_cst)     store bias REVOKING (seq_cst)
- *     load bias             (seq_cst)     load slot.rw, each row (seq_cst)
- *     ON: hold; else free slot, slow      == rw: wait until it is freed
+ *     CAS slot count+1      (seq_cst)     store bias REVOKING (seq_cst)
+ *     load bias             (seq_cst)     load slot, each row (seq_cst)
+ *     ON: hold; else -1, slow path        counts rw: wait until drained
  *
  *   Either the reader sees REVOKING/OFF (it backs out and queues behind
- *   WRITER) or the writer sees the claim (it waits for the free), because
- *   the four accesses are in one total order in which the reader's CAS
- *   precedes its load and the writer's store precedes its loads: the
- *   later of the two loads sees the other side's store. So a reader and a
- *   writer are never both in. Nothing is lost in the other direction
- *   either: the writer polls the slot (no wakeup to lose), and a reader
- *   that backs out takes the ordinary slow path, which queues by the
- *   "Protocol" argument below. Memory: a reader that reads ON
+ *   WRITER) or the writer sees the count (it waits for the decrement),
+ *   because the four accesses are in one total order in which the
+ *   reader's CAS precedes its load and the writer's store precedes its
+ *   loads: the later of the two loads sees the other side's store. So a
+ *   reader and a writer are never both in. Nothing is lost in the other
+ *   direction either: the writer polls the slot (no wakeup to lose), and
+ *   a reader that backs out takes the ordinary slow path, which queues by
+ *   the "Protocol" argument below. Memory: a reader that reads ON
  *   synchronises with the release store of ON (I6), which follows the
- *   last writer's release of the word; a writer's seq_cst load of a freed
- *   slot acquires the reader's release store that freed it.
+ *   last writer's release of the word; a writer's seq_cst load of a
+ *   drained count acquires the readers' release decrements (a release
+ *   RMW heads a release sequence that the later RMWs on the slot, by
+ *   other readers, continue).
  *
- *   tests/models/rwlock_bias.pml checks this with spin (exclusion, two
- *   readers, a timed writer that may give up and a second writer), with
- *   mutants for a buffered REVOKING store, a reader that does not re-load
- *   bias, and a writer that gives up storing OFF.
+ *   tests/models/rwlock_bias.pml checks this Dekker pattern with spin
+ *   (exclusion, two readers with their slots, a timed writer that may give
+ *   up and a second writer), with mutants for a buffered REVOKING store,
+ *   a reader that does not re-load bias, and a writer that gives up
+ *   storing OFF. It models a slot per reader; counts shared by the
+ *   readers of one worker are the same pattern with more readers on one
+ *   location (each RMW is one event in the total order).
  *
- *   Concurrency: claims and frees of different slots run in parallel with
- *   everything; a claim runs against a scan (above); a free against a
- *   scan (the scan waits for it); rebias() against a queued writer's
- *   REVOKING (a CAS: one wins; if ON wins the writer drains the slots
- *   once it holds WRITER); two writers never scan at once (one holds
- *   WRITER; a queued writer only stores REVOKING). Linearisation point of
- *   a fast read lock: its seq_cst load of bias reading ON; of a fast
- *   unlock: the release store of slot.rw.
+ *   Concurrency: counts in different slots run in parallel with
+ *   everything; counts and decrements of one slot are RMWs, so they
+ *   serialise among themselves (the threads of one worker, a thread that
+ *   moved away and unlocks, OS threads hashed to that row); a count runs
+ *   against a scan (above); a decrement against a scan (the scan waits
+ *   for it); rebias() against a queued writer's REVOKING (a CAS: one wins;
+ *   if ON wins the writer drains the slots once it holds WRITER); two
+ *   writers never scan at once (one holds WRITER; a queued writer only
+ *   stores REVOKING). Linearisation point of a fast read lock: its
+ *   seq_cst load of bias reading ON; of a fast unlock: its release
+ *   decrement.
  *
  * Revocation
  *   A writer that holds WRITER reads bias (relaxed, I6); OFF: done. Else
  *   it stores REVOKING, scans its column's WFT_RW_ROWS slots and waits on
- *   each that holds rw (spin ~2 us, then yield if its worker has other
- *   threads, since the reader may be one of them, else sleep 2-128 us),
- *   then stores OFF and sets rebias_at = now + 9 x (time the revocation
- *   took), before which rebias() leaves the bias off (BRAVO's inhibition:
- *   revocations cost at most a tenth of the time). A writer that has to
- *   queue stores REVOKING at once, so readers that come later queue
- *   behind it instead of entering through slots (writer preference, as
+ *   each that counts rw. Per-worker rows tell it where the holders are.
+ *   On its own worker's row a holder may be a thread of its own worker,
+ *   parked or runnable, so it yields (if its worker has other threads)
+ *   or polls briefly, then sleeps. On another worker's row the holders
+ *   run there: it spins ~2 us first (a read section), and only then
+ *   yields or sleeps (2-128 us, doubling). Yielding at once, as a scan of
+ *   thread-indexed slots must (the holder may be on our worker), lets
+ *   every runnable thread of the writer's worker run into the revoked
+ *   lock and park, and each of them needs a wake at the writer's unlock.
+ *   Then it stores OFF and sets rebias_at = now + 9 x (time the
+ *   revocation took), before which rebias() leaves the bias off (BRAVO's
+ *   inhibition: revocations cost at most a tenth of the time). A writer
+ *   that has to queue stores REVOKING at once, so readers that come later
+ *   queue behind it instead of counting in slots (writer preference, as
  *   for the word). A timed or try writer that gives up while readers are
- *   in slots returns with bias REVOKING (I5) and releases WRITER.
+ *   counted returns with bias REVOKING (I5) and releases WRITER.
  *   Writers cannot starve: once a writer holds WRITER or is queued, new
- *   readers queue in the word; the readers in slots leave after their own
- *   section. Readers cannot starve: unchanged phase-fair grants.
+ *   readers queue in the word; the readers counted in slots leave after
+ *   their own section. Readers cannot starve: unchanged phase-fair grants.
  *   Cost per write with the bias on: one seq_cst store and 32 loads of
- *   lines in other caches (they overlap: about two cache misses), plus the
- *   wait for the readers inside, which any rwlock pays.
- *   Memory: 64 KiB for the table, whatever the number of locks; no
- *   per-lock allocation, so WEFT_RWLOCK_INITIALIZER still works.
+ *   lines (the rows of the running workers are in their caches; they
+ *   overlap: about two cache misses), plus the wait for the readers
+ *   inside, which any rwlock pays.
+ *   Memory: 32 KiB for the table, whatever the number of locks, and two
+ *   pointers per TCB; no per-lock allocation, so WEFT_RWLOCK_INITIALIZER
+ *   still works and the public type stays one 64-byte line.
  *
  * Protocol (phase-fair)
  *   "Read lock": CAS readers + 1 (acquire) while neither WRITER nor WWAIT.
@@ -177,19 +208,27 @@
  *   - Reader preference (glibc default): writers starve.
  *   - Per-worker reader counts inside the object: the public type is 64
  *     bytes (one line), so counts in it share a line; growing it by a line
- *     per worker would make the ABI depend on the worker count.
+ *     per worker would make the ABI depend on the worker count. Hence the
+ *     process-wide table, whose rows are the per-worker counts.
  *   - Per-lock arrays of per-worker counts, allocated on first use:
  *     allocation on the lock path, and static locks are never destroyed,
  *     so the arrays would leak.
- *   - Slots indexed by worker: a light thread that migrates while holding
- *     would unlock on another worker's slot; it would have to carry the
- *     index in its TCB (not this file's) or use in/out counter pairs whose
- *     sum only a writer reads, which cost two lines per worker per lock
- *     class and make EPERM undecidable. Indexing by thread id needs
- *     neither: the slot is the same on every worker.
+ *   - Untagged counts per (worker, lock class): a writer of one lock would
+ *     wait for readers of another lock of its column, and deadlock when
+ *     such a reader waits for this writer's lock.
+ *   - Unlocking into the current worker's row, with in/out counter pairs
+ *     summed by the writer: two lines per worker per lock class, and a
+ *     row's pair never balances for a lock its threads left, so its tag
+ *     could not be freed. The thread's own record of the slot (I7) costs
+ *     two pointers in the TCB and keeps EPERM exact.
+ *   - Slots indexed by thread id, {lock, thread} per slot (the previous
+ *     design): exact and migration-proof as well, but the line moves with
+ *     the thread, and a writer cannot tell whether a holder runs on its
+ *     own worker, so it yields at once and its worker's runnable readers
+ *     park behind it ("Revocation").
  *   - One table hashed by (lock, thread) over all of it (BRAVO as
  *     published): a writer must scan the whole table (thousands of slots)
- *     on every revocation; rows by thread and columns by lock bound the
+ *     on every revocation; rows by worker and columns by lock bound the
  *     scan to WFT_RW_ROWS slots.
  *   - Spinning before queueing while a writer runs (as the mutex's owner
  *     spin): measured on the benchmark at 90% reads, 16 tasks, alternating
@@ -217,7 +256,7 @@ enum { KIND_READ = 1, KIND_WRITE = 2 };
 struct wft_rwlock {
 	_Atomic uint64_t state;
 	struct wft_slock qlock;
-	_Atomic uint32_t bias;        /* 1: readers may use the slot table
+	_Atomic uint32_t bias;        /* ON: readers may count in the table
 	                               * ("Read bias"); stored 1 only under a
 	                               * read hold, 0 by a writer or destroy */
 	_Atomic uintptr_t wowner;     /* owner id of the writer, 0 if none */
@@ -229,25 +268,36 @@ struct wft_rwlock {
 _Static_assert(sizeof(struct wft_rwlock) <= sizeof(weft_rwlock_t), "rwlock fits its public type");
 
 /* ---------------------------------------------------------------------- */
-/* Read bias: the reader slot table (see "Read bias" above) */
+/* Read bias: the per-worker reader count table (see "Read bias" above) */
 
-/* Thread classes: rows of the table, so the slots a writer scans. 32 keeps
- * the scan at 32 loads (32 lines, independent, so they overlap: about as
- * long as one or two remote misses), while two threads that hold read
- * locks at the same moment share a row with probability 1/32; a collision
- * costs only a fall back to the state word. */
+/* Rows of the reader table: one per worker (worker id modulo the rows);
+ * OS threads hash into the same rows by the address of their own TLS
+ * record. 32 rows keep a writer's scan at 32 loads (independent lines, so
+ * they overlap: about as long as one or two remote misses). With more
+ * than 32 workers two workers share a row: the counts add up, so that is
+ * correct, and costs only a shared line. */
 #define WFT_RW_ROWS 32
-/* Lock classes: columns. 128 x 32 slots of 16 bytes is 64 KiB in all,
- * whatever the number of locks; locks of one column share slots by
- * tagging them with their address, so a collision again only means a
- * fall back. */
+/* Lock classes: columns. 32 rows x 128 columns of 8-byte counters is 32
+ * KiB in all, whatever the number of locks; locks of one column share a
+ * row's counter by tagging it with their address, so a collision only
+ * sends a reader to the state word. */
 #define WFT_RW_COLS 128
+/* A counter slot: the lock's address shifted up by WFT_RW_CNT_BITS, plus
+ * the number of read holds counted in it. A lock whose address does not
+ * fit in 64 - WFT_RW_CNT_BITS bits (none on x86-64 and aarch64 with
+ * 48-bit user addresses) never uses the slots. 65,535 holds per slot at
+ * most; beyond, readers fall back to the word. */
+#define WFT_RW_CNT_BITS 16
+#define WFT_RW_CNT_MASK ((UINT64_C(1) << WFT_RW_CNT_BITS) - 1)
 /* A writer that revoked the bias keeps it off for this many times the
  * revocation took (BRAVO's inhibition rule, Dice and Kogan 2019: the scans
  * cost at most 1/(N+1) of the time however often writers come). */
 #define WFT_RW_INHIBIT_MULT 9
-/* Spin on a draining slot this long before yielding or sleeping: about a
- * read section of the benchmarks (200 ns) plus a cache miss. */
+/* Spin on a slot of another worker's row this long before yielding or
+ * sleeping: a reader there is running (or about to), and the benchmark's
+ * read sections are 200 ns; twice that plus a cache miss, rounded up. A
+ * yield instead lets every runnable thread of our worker run into the
+ * revoked lock and park, each needing a wake at our unlock. */
 #define WFT_RW_DRAIN_SPIN_NS 2000
 /* Sleep backoff of a writer waiting for a reader that does not run (a
  * parked weft thread or a preempted OS thread holding a read lock):
@@ -256,25 +306,24 @@ _Static_assert(sizeof(struct wft_rwlock) <= sizeof(weft_rwlock_t), "rwlock fits 
 #define WFT_RW_DRAIN_SLEEP_MIN_NS 2000
 #define WFT_RW_DRAIN_SLEEP_MAX_NS 128000
 
-/* One slot: a reader's fast read hold on lock `rw`, taken by the thread
- * `id`. Claimed by a CAS of rw from 0 (seq_cst, "Read bias"), then id is
- * stored; released by storing id 0, then rw 0. Only the holder writes a
- * claimed slot. */
-struct rw_slot {
-	_Atomic uintptr_t rw;         /* the lock, 0 if free */
-	_Atomic uintptr_t id;         /* the holder's owner id; read only by
-	                               * threads of the same row (unlock) */
-};
-
 struct rw_row {
-	_Alignas(64) struct rw_slot slot[WFT_RW_COLS];
+	/* slot values: see WFT_RW_CNT_BITS; changed only by RMWs */
+	_Alignas(64) _Atomic uint64_t slot[WFT_RW_COLS];
 };
 
 static struct rw_row rw_table[WFT_RW_ROWS];
 
+/* The fast read hold of an OS thread (a weft thread keeps its own in its
+ * TCB: rw_fast_lock, rw_fast_slot). Only the thread itself touches it. */
+struct rw_os_hold {
+	const void *lock;
+	void *slot;
+};
+static __thread struct rw_os_hold rw_os_hold __attribute__((tls_model("initial-exec")));
+
 /* Fibonacci hashing: the top bits of x times 2^64 / phi. One multiply on
- * the read path (a full mixer cost twice as much there in perf profiles);
- * it spreads aligned addresses (TCBs, locks) evenly over the top bits. */
+ * the read path; it spreads aligned addresses (locks, TLS records) evenly
+ * over the top bits. */
 #define WFT_RW_HASH_MUL 0x9e3779b97f4a7c15ull
 _Static_assert((WFT_RW_ROWS & (WFT_RW_ROWS - 1)) == 0, "rows: a power of two");
 _Static_assert((WFT_RW_COLS & (WFT_RW_COLS - 1)) == 0, "columns: a power of two");
@@ -285,81 +334,113 @@ static inline unsigned rw_col(const struct wft_rwlock *rw)
 			  (64 - __builtin_ctz(WFT_RW_COLS)));
 }
 
-static inline unsigned rw_row(uintptr_t id)
+/* The row of worker w. */
+static inline unsigned rw_worker_row(const struct wft_worker *w)
 {
-	return (unsigned)(((uint64_t)id * WFT_RW_HASH_MUL) >> (64 - __builtin_ctz(WFT_RW_ROWS)));
+	return (unsigned)w->id & (WFT_RW_ROWS - 1);
 }
 
-/* The slot of thread id for lock rw: fixed for the thread's life, so an
- * unlock finds it on whatever worker the thread runs now (I5). */
-static inline struct rw_slot *rw_slot_of(const struct wft_rwlock *rw, uintptr_t id)
+/* The row of the calling OS thread. */
+static inline unsigned rw_os_row(void)
 {
-	return &rw_table[rw_row(id)].slot[rw_col(rw)];
+	return (unsigned)(((uint64_t)(uintptr_t)&rw_os_hold * WFT_RW_HASH_MUL) >>
+			  (64 - __builtin_ctz(WFT_RW_ROWS)));
+}
+
+/* The tag of rw in a slot, or 0 if rw's address does not fit. */
+static inline uint64_t rw_tag(const struct wft_rwlock *rw)
+{
+	uint64_t a = (uint64_t)(uintptr_t)rw;
+
+	return a >> (64 - WFT_RW_CNT_BITS) ? 0 : a << WFT_RW_CNT_BITS;
+}
+
+/* Does slot value v count read holds of the lock tagged tag? */
+static inline bool rw_slot_holds(uint64_t v, uint64_t tag)
+{
+	return (v & WFT_RW_CNT_MASK) != 0 && (v & ~WFT_RW_CNT_MASK) == tag;
 }
 
 #define rw_of(p) ((struct wft_rwlock *)(void *)(p))
 
 /* rw->bias values; see "Read bias". */
-#define WFT_RW_BIAS_OFF      0u   /* slots hold no rw (I5) */
+#define WFT_RW_BIAS_OFF      0u   /* slots count no hold of rw (I5) */
 #define WFT_RW_BIAS_ON       1u   /* readers may hold through slots */
-#define WFT_RW_BIAS_REVOKING 2u   /* off; slots may still hold rw */
+#define WFT_RW_BIAS_REVOKING 2u   /* off; slots may still count rw */
 
 /*
- * Fast read hold through the slot table (see "Read bias"). Returns true if
- * we hold the lock for reading now.
+ * Fast read hold through the reader table (see "Read bias"). Returns true
+ * if we hold the lock for reading now.
  * Context: any. May park: no.
  */
-static inline bool rd_fast(struct wft_rwlock *rw, uintptr_t id)
+static inline bool rd_fast(struct wft_rwlock *rw)
 {
-	struct rw_slot *s;
-	uintptr_t z = 0;
+	struct wft_worker *w = wft_worker_self();
+	struct weft_thread *t = w ? w->current : NULL;
+	const void **lockp = t ? &t->rw_fast_lock : &rw_os_hold.lock;
+	_Atomic uint64_t *s;
+	uint64_t tag, v, nv;
 
 	/* relaxed: a hint; the seq_cst load after the claim decides */
 	if (wft_load(&rw->bias, relaxed) != WFT_RW_BIAS_ON)
 		return false;
-	s = rw_slot_of(rw, id);
-	/* relaxed: a hint that spares the CAS on a taken slot */
-	if (wft_load(&s->rw, relaxed) != 0)
+	/* our own record (one fast hold per thread; further holds, of this
+	 * lock or another, go through their words) */
+	if (*lockp != NULL || (tag = rw_tag(rw)) == 0)
 		return false;
-	/* seq_cst: the StoreLoad of "Read bias": the claim must be ordered
-	 * before our load of bias below, against the writer's seq_cst store
-	 * of bias 0 and its seq_cst loads of the slots */
-	if (!wft_cas(&s->rw, &z, (uintptr_t)rw, seq_cst))
-		return false;
-	/* relaxed: read back only by ourselves and by threads of this row
-	 * after they saw s->rw == rw (unlock); see "Read bias" */
-	wft_store(&s->id, id, relaxed);
-	/* seq_cst: pairs with the writer's seq_cst store of 0 (StoreLoad);
-	 * reading 1 also acquires the read-holder's release that stored it,
-	 * so our section follows the last writer's */
-	if (wft_likely(wft_load(&rw->bias, seq_cst) == WFT_RW_BIAS_ON))
+	s = &rw_table[t ? rw_worker_row(w) : rw_os_row()].slot[rw_col(rw)];
+	/* relaxed: acted on through the CAS */
+	v = wft_load(s, relaxed);
+	do {
+		if ((v & WFT_RW_CNT_MASK) == 0)
+			nv = tag | 1;           /* free: tag it for rw */
+		else if ((v & ~WFT_RW_CNT_MASK) == tag && (v & WFT_RW_CNT_MASK) != WFT_RW_CNT_MASK)
+			nv = v + 1;
+		else
+			return false;           /* another lock's, or full */
+		/* seq_cst: the StoreLoad of "Read bias": the count must be
+		 * ordered before our load of bias below, against the writer's
+		 * seq_cst store of REVOKING and its seq_cst loads of the slots */
+	} while (!wft_cas(s, &v, nv, seq_cst));
+	/* seq_cst: pairs with the writer's seq_cst store of REVOKING
+	 * (StoreLoad); reading ON also acquires the read holder's release
+	 * that stored it (I6), so our section follows the last writer's */
+	if (wft_likely(wft_load(&rw->bias, seq_cst) == WFT_RW_BIAS_ON)) {
+		/* plain: our own record */
+		*lockp = rw;
+		if (t)
+			t->rw_fast_slot = (void *)s;
+		else
+			rw_os_hold.slot = (void *)s;
 		return true;
-	/* A writer revoked the bias meanwhile: give the slot back and take
-	 * the slow path (it waits for the slot to be free again). */
-	/* relaxed: only we read it back */
-	wft_store(&s->id, 0, relaxed);
-	/* release: nothing read under it, but keeps the undo after the id
-	 * store for a row-mate's unlock; pairs with the writer's scan */
-	wft_store(&s->rw, 0, release);
+	}
+	/* A writer revoked the bias meanwhile: give the count back and take
+	 * the slow path (the writer waits for the count to drain). */
+	/* release: nothing read under it; pairs with the writer's scan */
+	wft_fsub(s, 1, release);
 	return false;
 }
 
-/* Release our fast read hold if we have one. Returns true if we did.
+/* Release our fast read hold of rw if we have one. Returns true if we did.
+ * The count goes back to the slot the lock counted in, which the record
+ * names: on another worker's row if we moved meanwhile (I7).
  * Context: any. May park: no. */
-static inline bool rd_fast_unlock(struct wft_rwlock *rw, uintptr_t id)
+static inline bool rd_fast_unlock(struct wft_rwlock *rw)
 {
-	struct rw_slot *s = rw_slot_of(rw, id);
+	struct wft_worker *w = wft_worker_self();
+	struct weft_thread *t = w ? w->current : NULL;
+	const void **lockp = t ? &t->rw_fast_lock : &rw_os_hold.lock;
+	_Atomic uint64_t *s;
 
-	/* relaxed: if s->rw is rw and s->id is ours, we stored both and no
-	 * one else writes the slot while it is claimed (only its holder) */
-	if (wft_load(&s->rw, relaxed) != (uintptr_t)rw || wft_load(&s->id, relaxed) != id)
+	/* plain: our own record */
+	if (wft_likely(*lockp != rw))
 		return false;
-	/* relaxed: cleared before the release below frees the slot, so a
-	 * row-mate that claims it next cannot be taken for us */
-	wft_store(&s->id, 0, relaxed);
+	s = t ? t->rw_fast_slot : rw_os_hold.slot;
+	*lockp = NULL;
 	/* release: publishes our read section to the writer whose seq_cst
-	 * scan reads this 0 (seq_cst loads acquire) */
-	wft_store(&s->rw, 0, release);
+	 * scan reads the drained count (seq_cst loads acquire). An RMW: the
+	 * threads of the slot's row count in it at the same time. */
+	wft_fsub(s, 1, release);
 	return true;
 }
 
@@ -608,23 +689,34 @@ static void wr_release(struct wft_rwlock *rw)
 	wrunlock_slow(rw);
 }
 
-/* Wait a little for a slot held by a reader: spin briefly, then let the
- * reader run (yield, when our worker has other threads: it may be there)
- * or sleep, doubling *backoff_ns. Returns 0 or ETIMEDOUT (deadline passed;
- * try: at once). Context: any. May park: yes (not with try). */
-static int drain_wait(struct weft_thread *self, weft_time_t start, weft_time_t deadline,
-		      uint64_t *backoff_ns, bool try)
+/* Wait a little for a slot that still counts read holds of the lock. If
+ * it is our worker's row (own), a holder may be a thread of our worker,
+ * parked or runnable: let it run (yield, when our worker has other
+ * threads), else sleep. Otherwise the holders run on other workers: spin
+ * for WFT_RW_DRAIN_SPIN_NS first (they leave within a read section), then
+ * yield or sleep as above, doubling *backoff_ns. Returns 0 or ETIMEDOUT
+ * (deadline passed; try: at once). Context: any. May park: yes (not with
+ * try). */
+static int drain_wait(struct weft_thread *self, bool own, weft_time_t start,
+		      weft_time_t deadline, uint64_t *backoff_ns, bool try)
 {
 	weft_time_t now = wft_now();
 	uint64_t ns = *backoff_ns;
 
 	if (try || (deadline != WEFT_TIME_INFINITE && now >= deadline))
 		return ETIMEDOUT;
+	if (!own && now - start < WFT_RW_DRAIN_SPIN_NS) {
+		for (int i = 0; i < 8; i++)
+			wft_cpu_relax();
+		return 0;
+	}
 	if (self && wft_worker_has_work(wft_worker_self())) {
 		weft_yield();
 		return 0;
 	}
-	if (now - start < WFT_RW_DRAIN_SPIN_NS) {
+	if (own && now - start < WFT_RW_DRAIN_SPIN_NS) {
+		/* nothing else runnable here: the holder is parked, or it
+		 * is an OS thread of this row; poll a little before sleeping */
 		for (int i = 0; i < 8; i++)
 			wft_cpu_relax();
 		return 0;
@@ -639,7 +731,8 @@ static int drain_wait(struct weft_thread *self, weft_time_t start, weft_time_t d
 
 /*
  * Revoke the read bias: we hold the write hold in the state word; turn the
- * bias off and wait until no slot holds rw ("Read bias", "Revocation").
+ * bias off and wait until no slot counts a hold of rw ("Read bias",
+ * "Revocation").
  * Returns 0, or ETIMEDOUT/EBUSY (deadline passed, or try and a reader is
  * in): then the caller must release its write hold.
  * Context: any; the caller holds rw for writing. May park: yes (not with try).
@@ -647,6 +740,7 @@ static int drain_wait(struct weft_thread *self, weft_time_t start, weft_time_t d
 static int revoke(struct wft_rwlock *rw, struct weft_thread *self, weft_time_t deadline, bool try)
 {
 	unsigned col = rw_col(rw);
+	uint64_t tag = rw_tag(rw);
 	uint64_t backoff = WFT_RW_DRAIN_SLEEP_MIN_NS;
 	weft_time_t start, end;
 
@@ -657,24 +751,30 @@ static int revoke(struct wft_rwlock *rw, struct weft_thread *self, weft_time_t d
 		return 0;
 	start = wft_now();
 	/* seq_cst: the StoreLoad of "Read bias": ordered before our loads of
-	 * the slots below, against the readers' seq_cst claim then load
+	 * the slots below, against the readers' seq_cst count then load
 	 * (stored even if a queued writer stored it already: its store is
 	 * not ordered before our scan) */
 	wft_store(&rw->bias, WFT_RW_BIAS_REVOKING, seq_cst);
 	for (unsigned r = 0; r < WFT_RW_ROWS; r++) {
 		/* seq_cst: the other half of the StoreLoad; also acquires the
-		 * release that freed the slot (the reader's section) */
-		while (wft_load(&rw_table[r].slot[col].rw, seq_cst) == (uintptr_t)rw) {
-			if (drain_wait(self, start, deadline, &backoff, try)) {
-				/* Readers are still in their slots: the bias
-				 * stays REVOKING (I5) and the next writer scans
+		 * release decrements that drained the count (the readers'
+		 * sections) */
+		while (rw_slot_holds(wft_load(&rw_table[r].slot[col], seq_cst), tag)) {
+			/* our worker's row now (we may have moved since the
+			 * last wait) */
+			struct wft_worker *w = self ? wft_worker_self() : NULL;
+			bool own = w && rw_worker_row(w) == r;
+
+			if (drain_wait(self, own, start, deadline, &backoff, try)) {
+				/* Readers are still counted: the bias stays
+				 * REVOKING (I5) and the next writer scans
 				 * again; readers take the slow path meanwhile. */
 				return try ? EBUSY : ETIMEDOUT;
 			}
 		}
 	}
 	end = wft_now();
-	/* relaxed: no slot holds rw and we hold the write hold (I5); a
+	/* relaxed: no slot counts rw and we hold the write hold (I5); a
 	 * reader that reads OFF takes the slow path, no ordering needed */
 	wft_store(&rw->bias, WFT_RW_BIAS_OFF, relaxed);
 	/* relaxed: a hint for rebias() */
@@ -691,9 +791,9 @@ static int rdlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 
 	if (!prw)
 		return EINVAL;
-	id = wft_lock_self_id(&self);
-	if (wft_likely(rd_fast(rw, id)))
+	if (wft_likely(rd_fast(rw)))
 		return 0;
+	id = wft_lock_self_id(&self);
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
 	while (!(v & (WFT_RW_WRITER | WFT_RW_WWAIT))) {
@@ -895,9 +995,9 @@ int weft_rwlock_unlock(weft_rwlock_t *prw)
 
 	if (!prw)
 		return EINVAL;
-	id = wft_lock_self_id(&self);
-	if (wft_likely(rd_fast_unlock(rw, id)))
+	if (wft_likely(rd_fast_unlock(rw)))
 		return 0;
+	id = wft_lock_self_id(&self);
 	/* relaxed: acted on through the CASes */
 	v = wft_load(&rw->state, relaxed);
 	if (v & WFT_RW_WRITER) {

@@ -13,9 +13,11 @@
  *            keeps destroy at EBUSY until it unlocks
  * bias       the read bias (rwlock.c "Read bias"): exact exclusion from 2
  *            to 1,024 threads, weft and OS mixed; readers that migrate
- *            between workers while holding; a writer that gave up its
+ *            between workers while holding, and leave no count behind; a writer that gave up its
  *            revocation leaves the readers it did not drain protected;
- *            destroy and unlock by a non-holder against a slot hold.
+ *            destroy and unlock by a non-holder against a slot hold;
+ *            locks that share a column of the table keep their counts
+ *            apart.
  *            Each runs with the bias on and off (NO_RW_BIAS), in every
  *            worker configuration.
  */
@@ -795,6 +797,167 @@ START_TEST(test_bias_writer_bounded)
 }
 END_TEST
 
+/* A light thread takes a read hold, keeps it until it runs on another
+ * worker, and unlocks there; then no hold may be left counted anywhere:
+ * trywrlock from the test body must succeed at once. An unlock that
+ * decremented the counter of the worker it ended on, rather than the one
+ * its lock counted in, would leave a count behind (EBUSY here). */
+struct move1 {
+	weft_rwlock_t rw;
+	weft_sem_t sem;
+	_Atomic int moved, rc, hog_stop;
+	int by_wake;              /* 0: move by a steal, 1: by a wake */
+};
+
+/* Pinned to the holder's worker: keeps it busy without yielding, so that
+ * the holder, queued behind it there, is taken by another worker (steal).
+ * Bounded: 20 ms. */
+static void *move1_hog(void *arg)
+{
+	struct move1 *m = arg;
+	weft_time_t end = weft_now_ns() + 20000000;
+
+	while (!atomic_load(&m->hog_stop) && weft_now_ns() < end)
+		sc_spin_ns(1000);
+	return NULL;
+}
+
+/* Pinned to another worker: wakes the parked holder from there (a wake
+ * may place it on the waker's worker; this is the way to move with
+ * stealing off, NO_STEAL). */
+static void *move1_poster(void *arg)
+{
+	struct move1 *m = arg;
+
+	weft_sleep_ns(1000000);
+	WT_CHECK(weft_sem_post(&m->sem) == 0);
+	return NULL;
+}
+
+static void move1_body(int idx, void *arg)
+{
+	struct move1 *m = arg;
+	weft_time_t end = weft_now_ns() + 20000000;
+	weft_thread_t hog, poster;
+	weft_attr_t a;
+	int w0;
+
+	WT_CHECK(weft_rwlock_rdlock(&m->rw) == 0);
+	w0 = weft_worker_id();
+	weft_attr_init(&a);
+	(void)idx;
+	if (m->by_wake) {
+		a.worker = (w0 + 1) % weft_workers();
+		WT_CHECK(weft_spawn(&poster, move1_poster, m, &a) == 0);
+		WT_CHECK(weft_sem_wait(&m->sem) == 0);
+		WT_CHECK(weft_join(poster, NULL) == 0);
+	} else {
+		a.worker = w0;
+		WT_CHECK(weft_spawn(&hog, move1_hog, m, &a) == 0);
+		while (weft_worker_id() == w0 && weft_now_ns() < end)
+			weft_yield();
+		atomic_store(&m->hog_stop, 1);
+		WT_CHECK(weft_join(hog, NULL) == 0);
+	}
+	atomic_store(&m->moved, weft_worker_id() != w0);
+	atomic_store(&m->rc, weft_rwlock_unlock(&m->rw));
+}
+
+START_TEST(test_bias_move_unlock)
+{
+	struct move1 *m = calloc(1, sizeof(*m));
+	int moves = 0;
+
+	ck_assert_ptr_nonnull(m);
+	rw_init(_i);
+	ck_assert_int_eq(weft_sem_init(&m->sem, 0), 0);
+	for (int round = 0; round < 40; round++) {
+		sc_sleep_ms(1);               /* past the inhibition */
+		rw_warm(&m->rw);
+		atomic_store(&m->rc, -1);
+		atomic_store(&m->moved, 0);
+		atomic_store(&m->hog_stop, 0);
+		m->by_wake = round & 1;
+		sc_run(1, 0, move1_body, m);
+		ck_assert_int_eq(atomic_load(&m->rc), 0);
+		moves += atomic_load(&m->moved);
+		ck_assert_int_eq(weft_rwlock_trywrlock(&m->rw), 0);
+		ck_assert_int_eq(weft_rwlock_unlock(&m->rw), 0);
+	}
+	printf("rwlock bias_move_unlock[%s, %s]: %d of 40 holds moved before the unlock\n",
+	       wt_configs[_i % wt_nconfigs].name, rw_name(_i), moves);
+	if (wt_configs[_i % wt_nconfigs].workers != 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		ck_assert_int_gt(moves, 0);
+	ck_assert_int_eq(weft_rwlock_destroy(&m->rw), 0);
+	wt_assert_no_failure();
+	free(m);
+	wt_shutdown();
+}
+END_TEST
+
+/* Locks that share a column of the reader table (more locks than columns,
+ * so some must) keep their counts apart by tag: each holder keeps one
+ * read hold of its own lock, and a writer of one lock waits for its
+ * holder only, never for a holder of another lock of its column (a
+ * column-wide count would deadlock a reader of lock A that waits for
+ * lock B's writer, which waits for A's column). Holders are light threads
+ * (one worker's row in the 1-worker configuration: every collision is in
+ * one row) and a few OS threads. */
+#define COL_LOCKS 300
+#define COL_OS 8
+
+struct cols {
+	weft_rwlock_t rw[COL_LOCKS];
+	_Atomic int held;
+	_Atomic int release[COL_LOCKS], done[COL_LOCKS];
+};
+
+static void cols_body(int idx, void *arg)
+{
+	struct cols *c = arg;
+
+	WT_CHECK(weft_rwlock_rdlock(&c->rw[idx]) == 0);
+	atomic_fetch_add(&c->held, 1);
+	while (!atomic_load(&c->release[idx]))
+		sc_sleep_ms(1);
+	WT_CHECK(weft_rwlock_unlock(&c->rw[idx]) == 0);
+	atomic_store(&c->done[idx], 1);
+}
+
+START_TEST(test_bias_columns)
+{
+	struct cols *c = calloc(1, sizeof(*c));
+	struct sc_group g;
+
+	ck_assert_ptr_nonnull(c);
+	rw_init(_i);
+	for (int j = 0; j < COL_LOCKS; j++)
+		rw_warm(&c->rw[j]);
+	sc_start(&g, COL_LOCKS - COL_OS, COL_OS, cols_body, c);
+	for (int k = 0; k < 20000 && atomic_load(&c->held) < COL_LOCKS; k++)
+		sc_sleep_ms(1);
+	ck_assert_int_eq(atomic_load(&c->held), COL_LOCKS);
+	for (int j = 0; j < COL_LOCKS; j++) {
+		/* held for reading: the write hold is refused */
+		ck_assert_int_eq(weft_rwlock_trywrlock(&c->rw[j]), EBUSY);
+		atomic_store(&c->release[j], 1);
+		for (int k = 0; k < 20000 && !atomic_load(&c->done[j]); k++)
+			sc_sleep_ms(1);
+		ck_assert_int_eq(atomic_load(&c->done[j]), 1);
+		/* its one holder left; the holders of its column's other
+		 * locks must not count */
+		ck_assert_int_eq(weft_rwlock_trywrlock(&c->rw[j]), 0);
+		ck_assert_int_eq(weft_rwlock_unlock(&c->rw[j]), 0);
+	}
+	sc_join(&g);
+	for (int j = 0; j < COL_LOCKS; j++)
+		ck_assert_int_eq(weft_rwlock_destroy(&c->rw[j]), 0);
+	wt_assert_no_failure();
+	free(c);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -822,9 +985,11 @@ static Suite *rwlock_suite(void)
 	tcase_add_loop_test(tc, test_bias_scale, 0, 2 * wt_nconfigs);
 	tc = wt_tcase(s, "bias_migrate", 60);
 	tcase_add_loop_test(tc, test_bias_migrate, 0, 2 * wt_nconfigs);
+	tcase_add_loop_test(tc, test_bias_move_unlock, 0, 2 * wt_nconfigs);
 	tc = wt_tcase(s, "bias_errors", 30);
 	tcase_add_loop_test(tc, test_bias_gave_up, 0, 2 * wt_nconfigs);
 	tcase_add_loop_test(tc, test_bias_destroy, 0, 2 * wt_nconfigs);
+	tcase_add_loop_test(tc, test_bias_columns, 0, 2 * wt_nconfigs);
 	tc = wt_tcase(s, "bias_writer", 60);
 	tcase_add_loop_test(tc, test_bias_writer_bounded, 0, 2 * wt_nconfigs);
 	return s;

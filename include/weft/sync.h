@@ -238,9 +238,9 @@ WEFT_API int weft_sem_destroy(weft_sem_t *s);
  * cannot starve), and a writer's unlock admits every queued reader before the
  * next writer (readers cannot starve either). Not recursive for writers.
  * Read-biased: while no writer has used the lock lately, a read lock and
- * unlock write only a slot of a table private to the reader's thread, not
- * the lock (WEFT_FEATURES=NO_RW_BIAS turns this off); a writer then pays a
- * scan of 32 slots. The same from light threads and plain OS threads, also
+ * unlock write only a counter in the reader's worker's row of a process-wide
+ * table, not the lock (WEFT_FEATURES=NO_RW_BIAS turns this off); a writer
+ * then pays a scan of 32 counters. The same from light threads and plain OS threads, also
  * for a lock set up with WEFT_RWLOCK_INITIALIZER; no memory per lock. */
 
 typedef struct weft_rwlock {
