@@ -69,6 +69,9 @@
  *       holding or queued), before that hold's release. So the next
  *       writer's acquire of WRITER follows that store and its relaxed
  *       load of bias sees ON or a later value: it cannot miss the bias.
+ *       A writer granted WRITER by the last reader out (rdunlock_slow)
+ *       synchronises only with that reader; the granting CAS is acq_rel,
+ *       so it takes in the earlier readers' releases and passes them on.
  *   I7. A slot's tag changes only while its count is 0 (the claiming CAS
  *       expects count 0), so while a hold of rw is counted in a slot the
  *       slot stays tagged rw, and every count in it is a hold of rw. A
@@ -958,8 +961,13 @@ static void rdunlock_slow(struct wft_rwlock *rw)
 			/* Writers wait (WWAIT set: no reader can join now). */
 			nv = WFT_RW_WRITER | (wft_waitq_next(sw) ? WFT_RW_WWAIT : 0) |
 			     (wft_waitq_empty(&rw->rq) ? 0 : WFT_RW_RWAIT);
-			/* release: our read section before the writer's */
-			if (wft_cas(&rw->state, &v, nv, release)) {
+			/* acq_rel: release orders our read section before the
+			 * writer's; acquire takes in the release sequence of
+			 * the readers that left before us (their decrements),
+			 * so their sections (and I6's store of ON) are ordered
+			 * before the writer's too: the writer synchronises only
+			 * with us, through the grant */
+			if (wft_cas(&rw->state, &v, nv, acq_rel)) {
 				grant_writer_locked(rw, &q);
 				break;
 			}
@@ -971,8 +979,8 @@ static void rdunlock_slow(struct wft_rwlock *rw)
 		for (sw = wft_waitq_first(&rw->rq); sw; sw = wft_waitq_next(sw))
 			k++;
 		nv = (readers(v) - 1 + k) * WFT_RW_READER;
-		/* release: as above */
-		if (wft_cas(&rw->state, &v, nv, release)) {
+		/* acq_rel: as above */
+		if (wft_cas(&rw->state, &v, nv, acq_rel)) {
 			grant_readers_locked(rw, &q);
 			break;
 		}

@@ -958,6 +958,76 @@ START_TEST(test_bias_columns)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* A writer granted by the last reader out runs after every earlier
+ * reader's section, not only after the granter's. R0 holds rw through the
+ * state word and leaves first (not the last reader), R2 (its fast record
+ * taken by another lock, so it too holds through the word) leaves last and
+ * grants the queued writer W, which writes what R0 read. OS threads, the
+ * steps spaced by sleeps, so nothing but the lock orders R0's read before
+ * W's write. The failure is a data race report under TSan (CI's TSan stage
+ * runs this suite): with the granting CAS release-only, R2 did not
+ * acquire R0's release and W synchronised with R2 alone. Natively the
+ * test only checks that the three finish and W's write lands. */
+
+static weft_rwlock_t go_rw = WEFT_RWLOCK_INITIALIZER;
+static weft_rwlock_t go_other = WEFT_RWLOCK_INITIALIZER;
+static int go_data;   /* plain: the datum rw protects */
+static volatile int go_sink;
+
+static void *go_r0(void *arg)
+{
+	(void)arg;
+	WT_CHECK(weft_rwlock_rdlock(&go_rw) == 0);
+	usleep(200000);            /* W queues meanwhile */
+	go_sink = go_data;         /* the read section */
+	WT_CHECK(weft_rwlock_unlock(&go_rw) == 0);
+	return NULL;
+}
+
+static void *go_r2(void *arg)
+{
+	(void)arg;
+	/* our one fast record goes to go_other: rw takes the word path */
+	WT_CHECK(weft_rwlock_rdlock(&go_other) == 0);
+	WT_CHECK(weft_rwlock_unlock(&go_other) == 0);
+	WT_CHECK(weft_rwlock_rdlock(&go_other) == 0);
+	usleep(50000);
+	WT_CHECK(weft_rwlock_rdlock(&go_rw) == 0);
+	usleep(500000);            /* R0 has left */
+	WT_CHECK(weft_rwlock_unlock(&go_rw) == 0);
+	WT_CHECK(weft_rwlock_unlock(&go_other) == 0);
+	return NULL;
+}
+
+static void *go_w(void *arg)
+{
+	(void)arg;
+	usleep(100000);
+	WT_CHECK(weft_rwlock_wrlock(&go_rw) == 0);
+	go_data = 42;              /* the write section */
+	WT_CHECK(weft_rwlock_unlock(&go_rw) == 0);
+	return NULL;
+}
+
+START_TEST(test_grant_orders_readers)
+{
+	pthread_t t[3];
+
+	wt_init_workers(1);
+	ck_assert_int_eq(pthread_create(&t[0], NULL, go_r0, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t[1], NULL, go_r2, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t[2], NULL, go_w, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	ck_assert_int_eq(weft_rwlock_rdlock(&go_rw), 0);
+	ck_assert_int_eq(go_data, 42);
+	ck_assert_int_eq(weft_rwlock_unlock(&go_rw), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -980,6 +1050,7 @@ static Suite *rwlock_suite(void)
 	tcase_add_loop_test(tc, test_timeout, 0, wt_nconfigs);
 	tcase_add_loop_test(tc, test_timeout_race, 0, wt_nconfigs);
 	tcase_add_test(tc, test_destroy_after_grant_timed);
+	tcase_add_test(tc, test_grant_orders_readers);
 
 	tc = wt_tcase(s, "bias_scale", 60);
 	tcase_add_loop_test(tc, test_bias_scale, 0, 2 * wt_nconfigs);
