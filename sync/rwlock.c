@@ -424,6 +424,16 @@ static inline bool rd_fast(struct wft_rwlock *rw)
 	return false;
 }
 
+/* The caller's own fast-hold record (a weft thread's in its TCB, an OS
+ * thread's in rw_os_hold). Only the thread itself touches it. */
+static inline const void **rd_fast_record(void)
+{
+	struct wft_worker *w = wft_worker_self();
+	struct weft_thread *t = w ? w->current : NULL;
+
+	return t ? &t->rw_fast_lock : &rw_os_hold.lock;
+}
+
 /* Release our fast read hold of rw if we have one. Returns true if we did.
  * The count goes back to the slot the lock counted in, which the record
  * names: on another worker's row if we moved meanwhile (I7).
@@ -832,6 +842,11 @@ static int wrlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 
 	if (!prw)
 		return EINVAL;
+	/* plain: our own record. A fast read hold of rw is counted in a slot,
+	 * not in the word, so the CAS below could succeed and revoke() would
+	 * then wait for our own count for ever */
+	if (wft_unlikely(*rd_fast_record() == rw))
+		return try ? EBUSY : EDEADLK;
 	id = wft_lock_self_id(&self);
 	/* acquire: pairs with the release of the previous holders */
 	if (wft_likely(wft_cas(&rw->state, &v, WFT_RW_WRITER, acquire))) {
@@ -886,7 +901,8 @@ int weft_rwlock_timedrdlock(weft_rwlock_t *rw, weft_time_t deadline)
 
 /*
  * Context: any. May park: yes.
- * Returns: 0, EINVAL (rw NULL or destroyed), EDEADLK (the caller holds it for writing).
+ * Returns: 0, EINVAL (rw NULL or destroyed), EDEADLK (the caller holds it for writing,
+ * or for reading through the reader table).
  */
 int weft_rwlock_wrlock(weft_rwlock_t *rw)
 {

@@ -1028,6 +1028,50 @@ START_TEST(test_grant_orders_readers)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* A write lock asked for by a thread that holds a fast read hold of the
+ * same lock: EDEADLK (trywrlock EBUSY), from an OS thread and from a weft
+ * thread. Without the bias the read hold is in the word, which cannot
+ * tell whose it is: the timed write lock times out. Before the check, the
+ * write lock took the word and waited in revoke() for the caller's own
+ * count: ETIMEDOUT here, for ever without a deadline. */
+static int self_write(weft_rwlock_t *rw)
+{
+	int r;
+
+	WT_CHECK(weft_rwlock_rdlock(rw) == 0);
+	WT_CHECK(weft_rwlock_trywrlock(rw) == EBUSY);
+	r = weft_rwlock_timedwrlock(rw, weft_now_ns() + 50000000ull);
+	WT_CHECK(weft_rwlock_unlock(rw) == 0);
+	return r;
+}
+
+static void *self_write_thread(void *arg)
+{
+	return (void *)(intptr_t)self_write(arg);
+}
+
+START_TEST(test_bias_self_write)
+{
+	weft_rwlock_t rw = WEFT_RWLOCK_INITIALIZER;
+	int want = _i < wt_nconfigs ? EDEADLK : ETIMEDOUT;
+	weft_thread_t t;
+	void *ret;
+
+	rw_init(_i);
+	rw_warm(&rw);
+	ck_assert_int_eq(self_write(&rw), want);
+	ck_assert_int_eq(weft_spawn(&t, self_write_thread, &rw, NULL), 0);
+	ck_assert_int_eq(weft_join(t, &ret), 0);
+	ck_assert_int_eq((int)(intptr_t)ret, want);
+	ck_assert_int_eq(weft_rwlock_wrlock(&rw), 0);   /* nothing left counted */
+	ck_assert_int_eq(weft_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(weft_rwlock_destroy(&rw), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -1061,6 +1105,7 @@ static Suite *rwlock_suite(void)
 	tcase_add_loop_test(tc, test_bias_gave_up, 0, 2 * wt_nconfigs);
 	tcase_add_loop_test(tc, test_bias_destroy, 0, 2 * wt_nconfigs);
 	tcase_add_loop_test(tc, test_bias_columns, 0, 2 * wt_nconfigs);
+	tcase_add_loop_test(tc, test_bias_self_write, 0, 2 * wt_nconfigs);
 	tc = wt_tcase(s, "bias_writer", 60);
 	tcase_add_loop_test(tc, test_bias_writer_bounded, 0, 2 * wt_nconfigs);
 	return s;

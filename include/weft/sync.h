@@ -258,7 +258,10 @@ WEFT_API int weft_rwlock_init(weft_rwlock_t *rw);
  * Context: any. May park: yes. */
 WEFT_API int weft_rwlock_rdlock(weft_rwlock_t *rw);
 /* Take the write hold (exclusive); waits while anyone holds it. Returns 0,
- * EINVAL (rw NULL), EDEADLK (the caller holds it for writing).
+ * EINVAL (rw NULL), EDEADLK (the caller holds it for writing, or holds a
+ * read hold that went through the per-worker reader counts; a read hold
+ * taken through the lock word cannot be told from another thread's, and
+ * a caller that holds one waits for itself for ever, as with glibc).
  * Context: any. May park: yes. */
 WEFT_API int weft_rwlock_wrlock(weft_rwlock_t *rw);
 /* Take a read hold if that needs no wait. Returns 0, EINVAL (rw NULL),
