@@ -43,7 +43,7 @@ examples_echo_client_LDADD = -lpthread
 examples_kick_pingpong_LDADD = $(EX_LDADD)
 dist_noinst_SCRIPTS += examples/run-http.sh examples/run-echo.sh
 # nginx from a private prefix, sourced by run-http.sh and run-preload.sh
-EXTRA_DIST += examples/nginx.sh
+EXTRA_DIST += examples/nginx.sh examples/net.sh
 
 # The wake path at scale: the pgbench-shaped dispatcher and hackbench (perf
 # bench sched messaging); scale.sh runs them with sembench and weft-micro

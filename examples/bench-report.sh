@@ -286,14 +286,9 @@ suite_locks() {
 }
 
 PORT=${BENCH_PORT:-19100}
-wait_port() {
-	local _
-	for _ in $(seq 1 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
+# wait_port (and raise_nofile)
+# shellcheck source=examples/net.sh
+. "$here/net.sh" || { echo "bench: no $here/net.sh" >&2; exit 1; }
 
 suite_echo() {
 	local r c impl conns=${ECHO_CONNS:-"10 100 1000"} secs=5 spid

@@ -56,23 +56,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Descriptors: as run-http.sh, for the largest count.
-maxc=0
-for c in $CONNS; do [ "$c" -gt "$maxc" ] && maxc=$c; done
-want=$((maxc + 200 > 4096 ? maxc + 200 : 4096))
-hard=$(ulimit -Hn)
-[ "$hard" = unlimited ] || [ "$want" -le "$hard" ] || want=$hard
-ulimit -n "$want" 2>/dev/null
-NOFILE=$(ulimit -n)
-
-wait_port() {
-	local _
-	for _ in $(seq 1 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
+# Descriptors for the largest count (NOFILE), wait_port
+# shellcheck source=examples/net.sh
+. "$(dirname "$0")/net.sh" || { echo "no $(dirname "$0")/net.sh" >&2; exit 1; }
+# shellcheck disable=SC2086
+raise_nofile $CONNS
 
 server_pss() {
 	awk '/^Pss:/ { print $2 }' "/proc/$SERVER_PID/smaps_rollup" 2>/dev/null || echo 0

@@ -90,18 +90,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # C connections need ~C + 100 descriptors in the server and in wrk: raise
-# the soft limit as far as the largest count asks and the hard limit allows.
-maxc=0
-for c in $CONNS; do [ "$c" -gt "$maxc" ] && maxc=$c; done
-want=$((maxc + 200 > 4096 ? maxc + 200 : 4096))
-hard=$(ulimit -Hn)
-[ "$hard" = unlimited ] || [ "$want" -le "$hard" ] || want=$hard
-ulimit -n "$want" 2>/dev/null
-NOFILE=$(ulimit -n)
+# the soft limit as far as the largest count asks and the hard limit allows
+# (examples/net.sh, which also gives wait_port).
+# shellcheck source=examples/net.sh
+. "$(dirname "$0")/net.sh" || die "no $(dirname "$0")/net.sh"
+# shellcheck disable=SC2086
+raise_nofile $CONNS
 # nginx: each of its 2 workers may get most connections (no accept mutex).
 # It allocates and initialises its connection table (~0.5 KiB a slot) at
 # start, so that memory is in its idle figure, not in the per-connection one.
-NGINX_CONNS=$((maxc + 100 > 1024 ? maxc + 100 : 1024))
+NGINX_CONNS=$((MAXCONNS + 100 > 1024 ? MAXCONNS + 100 : 1024))
 
 # Latency percentiles from wrk's own histogram (us): --latency prints only
 # 50/75/90/99%, so a done() hook prints 50, 99 and 99.9.
@@ -112,16 +110,6 @@ done = function(summary, latency, requests)
 	end
 end
 EOF_LUA
-
-wait_port() {
-	for _ in $(seq 1 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
 
 start_server() {   # impl port
 	case $1 in
