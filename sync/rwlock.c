@@ -234,10 +234,9 @@
  *     on every revocation; rows by worker and columns by lock bound the
  *     scan to WFT_RW_ROWS slots.
  *   - Spinning before queueing while a writer runs (as the mutex's owner
- *     spin): measured on the benchmark at 90% reads, 16 tasks, alternating
- *     with it off, spinning lost (0.74/0.95, 0.54/0.86, 0.95/1.00 M ops/s)
- *     on this shared 2-CPU machine: the spinner holds a CPU the writer and
- *     other processes want.
+ *     spin): it lost on the read-mostly benchmark (docs/design.md has the
+ *     figures): the spinner holds a CPU the writer and other processes
+ *     want.
  */
 #include "sync/mutex.h"
 
