@@ -19,7 +19,7 @@
  * the waiter's later take or futex_wait sees value > 0. Nothing is read
  * after the release: a waiter that takes the unit may destroy and free
  * the semaphore at once (a completion on its stack), and a post that read
- * nwaiters after its increment read freed memory (found by review).
+ * nwaiters after its increment would read freed memory.
  */
 #include "config.h"
 
