@@ -727,8 +727,19 @@ static weft_time_t cache_trim(struct wft_worker *w, bool deep)
 	/* counts what it unmaps too: with the cache and the pool full */
 	n = wft_tcb_cache_drop_stacks(w);
 	n += wft_stack_trim(w, wft_stack_cache_keep());
-	if (deep)
-		n += wft_stack_pool_trim();
+	if (deep) {
+		bool skipped;
+
+		n += wft_stack_pool_trim(&skipped);
+		if (skipped) {
+			/* another worker was scavenging, with a budget counted
+			 * before our cache trim made more slots dirty: again
+			 * after another STACK_TRIM_IDLE_NS */
+			wft_stat_add(w, stack_trims, n);
+			w->idle_since = now;
+			return now + STACK_TRIM_IDLE_NS;
+		}
+	}
 	wft_stat_add(w, stack_trims, n);
 	w->idle_trimmed = true;
 	return WEFT_TIME_INFINITE;

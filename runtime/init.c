@@ -410,7 +410,7 @@ static int shutdown_until(weft_time_t deadline)
 	wft_worker_stop_all();
 	wft_worker_free_all_unsafe();
 	wft_tcb_pool_fini_unsafe();
-	wft_stack_pool_trim();
+	wft_stack_pool_trim(NULL);
 	atomic_store_explicit(&wft_rt.state, WFT_RT_STOPPED, memory_order_release);
 	pthread_mutex_unlock(&wft_rt.init_lock);
 	return 0;

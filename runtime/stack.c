@@ -44,7 +44,7 @@
  *   I4 The overflow pool (below) is touched only under pool_lock.
  *   I5 Chunks, classes and the chunk index are touched only under
  *      chunk_lock; a slot is in exactly one place: a thread, a cache, the
- *      pool, or its chunk's free list.
+ *      pool, its chunk's free list, or a scavenger's batch ("Scavenge").
  *
  * Overflow pool. Stacks are usually allocated and freed on the same worker
  * (spawn/exit churn), and the per-worker caches hit without sharing a cache
@@ -548,8 +548,11 @@ static void chunk_put(struct chunk *c, char *p)
  * chunk_get's invariant wants: a chunk on it has a free or uncarved
  * slot). Back under the lock, the slots return clean, and a chunk whose
  * every slot is then free is unmapped, as chunk_put would. One
- * scavenger at a time (scavenging, a try-flag): the others have nothing
- * to add, the dirty slots are the same for all. Returns how many. */
+ * scavenger at a time (scavenging, a try-flag). The scavenger counts its
+ * budget when it begins, so slots another worker makes dirty afterwards
+ * (its own cache trim, just before it lost the flag) are not its; the
+ * loser is told (*skipped) and tries again later, so no dirty slot stays
+ * resident for the rest of an idle period. Returns how many. */
 #define SCAVENGE_BATCH 32
 
 struct scav_slot {
@@ -616,15 +619,17 @@ static void fault_trimslow(void)
 	}
 }
 
-static unsigned chunk_scavenge(void)
+static unsigned chunk_scavenge(bool *skipped)
 {
 	struct scav_slot batch[SCAVENGE_BATCH];
 	unsigned n, total = 0, budget = 0;
 
 	/* acquire/release: only elects one scavenger; the slots themselves
 	 * are handed over under chunk_lock */
-	if (atomic_flag_test_and_set_explicit(&scavenging, memory_order_acquire))
+	if (atomic_flag_test_and_set_explicit(&scavenging, memory_order_acquire)) {
+		*skipped = true;
 		return 0;
+	}
 	/* Only as many slots as were dirty when it began: threads that exit
 	 * meanwhile (the lock is free now) free more, and a scavenger
 	 * chasing them would stay in its park path, where its own mail
@@ -820,12 +825,13 @@ void wft_stack_share(struct wft_worker *w)
 }
 
 /* The deep half of a trim: dirty free slots give their pages back, and
- * classes without chunks go. Returns the slots scavenged. */
-static unsigned chunk_trim(void)
+ * classes without chunks go. Returns the slots scavenged; *skipped set
+ * if another scavenger ran (see chunk_scavenge). */
+static unsigned chunk_trim(bool *skipped)
 {
 	unsigned n;
 
-	n = chunk_scavenge();
+	n = chunk_scavenge(skipped);
 	pthread_mutex_lock(&chunk_lock);
 	classes_prune();
 	if (!nchunks) {
@@ -837,13 +843,17 @@ static unsigned chunk_trim(void)
 	return n;
 }
 
-unsigned wft_stack_pool_trim(void)
+unsigned wft_stack_pool_trim(bool *skipped)
 {
 	struct stack_entry *out;
 	unsigned n;
+	bool dummy;
 
+	if (!skipped)
+		skipped = &dummy;
+	*skipped = false;
 	if (!atomic_load_explicit(&npool_hint, memory_order_relaxed))
-		return chunk_trim();
+		return chunk_trim(skipped);
 	out = malloc(sizeof(pool));
 	pthread_mutex_lock(&pool_lock);
 	n = npool;
@@ -857,7 +867,7 @@ unsigned wft_stack_pool_trim(void)
 	for (unsigned i = 0; i < n; i++)
 		stack_unmap(&out[i]);
 	free(out);
-	return n + chunk_trim();
+	return n + chunk_trim(skipped);
 }
 
 unsigned wft_stack_trim(struct wft_worker *w, unsigned keep)

@@ -32,9 +32,12 @@ void wft_stack_share(struct wft_worker *w);
 /* Unmap cached stacks down to keep; returns how many. Owner worker or
  * teardown. */
 unsigned wft_stack_trim(struct wft_worker *w, unsigned keep);
-/* Unmap every stack in the global overflow pool (stack.c). Context: any
- * OS thread; takes the pool's mutex. Returns how many it unmapped. */
-unsigned wft_stack_pool_trim(void);
+/* Unmap every stack in the global overflow pool and give the pages of
+ * dirty free chunk slots back (stack.c). Context: any OS thread; takes the
+ * pool's mutex. Returns how many it unmapped or scavenged; *skipped (if
+ * not NULL) is set when another thread was scavenging, so the slots made
+ * dirty since it began are left for a later call. */
+unsigned wft_stack_pool_trim(bool *skipped);
 /* The page size: set on first use by any thread (spawns from OS threads
  * race there; every racer stores the same value). */
 extern _Atomic size_t wft_page_size_v;

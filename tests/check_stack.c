@@ -967,6 +967,85 @@ START_TEST(trim_does_not_block_stacks)
 }
 END_TEST
 
+/* Slots that a worker's own cache trim frees while another worker's deep
+ * trim scavenges must not stay resident once the runtime has gone idle:
+ * 800 threads with 64 KiB stacks (no guard), 400 pinned to each of 2
+ * workers, each touching 32 KiB, then all exit; once the resident count
+ * is stable, at most what the two caches keep (16) may be resident
+ * (mincore on a page of each thread's stack). _i = 1 slows each trimmed
+ * slot by 3 ms (WEFT_FAULT=trimslow:3000), widening the window in which
+ * both workers trim at once. Before the loser of the scavenge was told to
+ * try again, 64 stayed resident in 6 of 10 runs. */
+#define LEFT_PER_WORKER 400
+#define LEFT_TOUCH (32 * 1024)
+static weft_sem_t left_go;
+static _Atomic int left_ready;
+static uintptr_t left_page[2 * LEFT_PER_WORKER];
+
+static void *left_toucher(void *arg)
+{
+	volatile char buf[LEFT_TOUCH];
+
+	memset((char *)buf, 1, sizeof(buf));
+	left_page[(intptr_t)arg] = (uintptr_t)&buf[LEFT_TOUCH / 2] & ~(uintptr_t)4095;
+	atomic_fetch_add(&left_ready, 1);
+	weft_sem_wait(&left_go);
+	return (void *)(uintptr_t)buf[LEFT_TOUCH / 2];
+}
+
+static int left_resident(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < 2 * LEFT_PER_WORKER; i++) {
+		unsigned char v = 0;
+
+		if (mincore((void *)left_page[i], 4096, &v) == 0 && (v & 1))
+			n++;
+	}
+	return n;
+}
+
+START_TEST(trim_leaves_no_dirty)
+{
+	static weft_thread_t th[2 * LEFT_PER_WORKER];
+	weft_attr_t a;
+	int prev = -1, same = 0, now;
+	weft_time_t until;
+
+	atomic_store(&left_ready, 0);
+	if (_i == 1)
+		ck_assert_int_eq(setenv("WEFT_FAULT", "trimslow:3000", 1), 0);
+	wt_init_workers(2);
+	unsetenv("WEFT_FAULT");
+	ck_assert_int_eq(weft_sem_init(&left_go, 0), 0);
+	weft_attr_init(&a);
+	a.stack_size = 64 * 1024;
+	a.guard = 0;
+	for (intptr_t i = 0; i < 2 * LEFT_PER_WORKER; i++) {
+		a.worker = (int)(i & 1);
+		ck_assert_int_eq(weft_spawn(&th[i], left_toucher, (void *)i, &a), 0);
+	}
+	while (atomic_load(&left_ready) < 2 * LEFT_PER_WORKER)
+		usleep(1000);
+	ck_assert_int_eq(weft_sem_post_n(&left_go, 2 * LEFT_PER_WORKER), 0);
+	for (int i = 0; i < 2 * LEFT_PER_WORKER; i++)
+		ck_assert_int_eq(weft_join(th[i], NULL), 0);
+	until = weft_now_ns() + 20000000000ull;
+	while (weft_now_ns() < until && same < 10) {
+		usleep(100000);
+		now = left_resident();
+		same = now == prev ? same + 1 : 0;
+		prev = now;
+	}
+	printf("trim_leaves_no_dirty: %d of %d stacks resident after the idle trims "
+	       "(the caches keep <= 16)\n", prev, 2 * LEFT_PER_WORKER);
+	ck_assert_int_eq(weft_sem_destroy(&left_go), 0);
+	wt_shutdown();
+	ck_assert_msg(prev <= 20, "%d stacks still resident after the idle trims", prev);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stack");
@@ -997,6 +1076,8 @@ int main(void)
 
 	tc = wt_tcase(s, "trim", 60);
 	tcase_add_test(tc, trim_does_not_block_stacks);
+	tc = wt_tcase(s, "trimleft", 60);
+	tcase_add_loop_test(tc, trim_leaves_no_dirty, 0, 2);
 
 	tc = wt_tcase(s, "tls", 30);
 	tcase_add_test(tc, tls_shared_by_worker);
