@@ -418,13 +418,12 @@ static int kick_take(void);
 /* CPUs taken: workers running or about to run, plus the caller if it is
  * a plain OS thread in a burst of wakes (os_busy): it runs on a CPU too,
  * outside the runtime's counts (sembench's poster: without it the gate
- * sees a free CPU the poster holds, 0.65-0.71 M burns/s against 0.99-1.47
- * M at 16 workers on 2 CPUs). Only in a burst: an OS thread that wakes
- * once and then blocks (a post then a wait, an offload or poller thread
- * going back to sleep) never hands its CPU over, and counting it left its
- * wakee waiting for the tick (p99 about 1 ms against 30-500 us ungated,
- * 3 workers on 2 CPUs, one computing). seq_cst: the load half of the
- * hand-over pair (above). */
+ * sees a free CPU the poster holds, and sembench at 16 workers on 2 CPUs
+ * loses about a third). Only in a burst: an OS thread that wakes once and
+ * then blocks (a post then a wait, an offload or poller thread going back
+ * to sleep) never hands its CPU over, and counting it left its wakee
+ * waiting for the tick (figures: docs/design.md "Measured
+ * alternatives"). seq_cst: the load half of the hand-over pair (above). */
 static inline int cpu_demand(bool os_busy)
 {
 	return wft_rt.nworkers - atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) +

@@ -123,10 +123,8 @@
  *     when the application calls fcntl() or reuses the descriptor number.
  *     (A call the Wait hint sends straight to the waiting form does check
  *     the flag first: that fcntl replaces a doomed phase 1, which cost more.)
- *     Measured (examples/echo-server, 1 worker, 50 connections, server CPU
- *     per round trip, 3 runs each): two phases 7.2-8.6 us, fcntl first
- *     7.3-7.7 us, no O_NONBLOCK check at all 6.9-9.2 us - within the noise
- *     of this shared 2-CPU VM, so the cheapest correct form was kept.
+ *     The three measured within noise of each other (docs/design.md
+ *     "Measured alternatives"), so the cheapest correct form was kept.
  */
 #include "runtime/wft.h"
 #include "runtime/uring.h"

@@ -130,7 +130,8 @@ void wft_waiter_wake(struct wft_waiter *wt)
  * ran, that costs a remote wake and, if its worker sleeps, a kick and the
  * kernel's wake-up latency (tens of us on a VM) per hand-off; with 128
  * waiters every head has waited 1 ms, hand-off mode never ends, and
- * examples/test-mutex V 128 fell to ~100k ops/s. Here the wakee runs next on
+ * examples/test-mutex V 128 fell to a fraction of its throughput
+ * (docs/design.md "Measured alternatives"). Here the wakee runs next on
  * the caller's worker, at the price of one switch: a queue of N waiters then
  * cycles in N switches plus holds, well under the 1 ms that keeps hand-off
  * mode going, so the mode ends by itself. Where the wakee may go is wake

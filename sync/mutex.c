@@ -270,10 +270,9 @@
  *   yield after a release was rejected: the yielder barges back in when it
  *   runs again, the queue empties into the runqueue, and one thread keeps
  *   the worker. Handing over at the first such unlock was rejected too:
- *   one switch per two acquisitions; test-mutex --hold-ns=50 --work-ns=200
- *   M 1024 fell to ~70k ops/s, and 7% of its acquisitions were hand-offs;
- *   a turn of 16 acquisitions alone, 4 us there, cost it a third of its
- *   throughput.)
+ *   one switch per two acquisitions, and many-waiter throughput collapsed;
+ *   a turn of 16 acquisitions alone cost a third of it: docs/design.md
+ *   "Measured alternatives".)
  *   With two active workers the unlocker's next lock often finds the lock
  *   held by the other worker's contender before that, and with a thread in
  *   its next slot it parks instead of spinning ("Spin"), which runs the
@@ -370,9 +369,9 @@
  *   - Yielding instead of parking when our worker has other work and the
  *     owner runs (a spinner whose PAUSE is a switch, bounded to 16 yields /
  *     20 us, then queue): tried for test-mutex V, where a waiter whose
- *     worker has runnable threads parks at once. One sitting, 5 alternating
- *     runs, medians: V 16 220k vs 346k ops/s, V 128 410k vs 455k (worse);
- *     M 1024 2.07 M vs 1.12 M (better, ranges overlapping). Not kept.
+ *     worker has runnable threads parks at once. Worse at V 16 and V 128,
+ *     better but within the ranges at M 1024 (docs/design.md "Measured
+ *     alternatives"). Not kept.
  *   - An MCS queue of spinners: the single spinner slot gets the main win
  *     (no lock-word bouncing) on machines with few workers; others park.
  */
