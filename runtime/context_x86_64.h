@@ -40,8 +40,8 @@ static inline wft_fpenv_t wft_fpenv_get(void)
  * skip measures slower: the resumed side would compare the 8 bytes the
  * jumper has just stored as two narrower stores (4 + 2 bytes), a load
  * that store forwarding cannot serve, ~13 cycles of stall; the plain
- * reloads cost less (x86 yield pair: 5.5 ns vs 10.2 ns with the
- * compare). A new context loads its state in the
+ * reloads cost less (docs/design.md "Measured alternatives"). A new
+ * context loads its state in the
  * trampoline (context_x86_64.S).
  *
  * Clobbers: every register the ABI lets a call destroy, plus rbx and r12-r15.

@@ -87,9 +87,9 @@
  * otherwise free: on a machine with more runnable OS threads than CPUs (a
  * poster thread outside the runtime, a load generator, other processes),
  * the spinner takes CPU time from whoever would produce the work, and the
- * kernel shares the CPU fairly between them. sembench -o 3 (a plain OS
- * thread posting to 2 workers on 2 CPUs) ran 1.5-1.8x faster with
- * WEFT_FEATURES=NO_IDLE_SPIN than with the spin. So every
+ * kernel shares the CPU fairly between them (sembench -o 3, a plain OS
+ * thread posting to 2 workers on 2 CPUs, ran much faster with the spin
+ * off: docs/design.md "Measured alternatives"). So every
  * SPIN_SAMPLE_EVERY-th spin phase measures how much of its wall time the
  * worker was really on its CPU (CLOCK_THREAD_CPUTIME_ID at both ends, two
  * ~0.2 us syscalls against a spin of up to 20 us); if it lost more than a

@@ -521,8 +521,8 @@ static _Atomic uint8_t wait_hint[2][HINT_FDS];
 #define SEND_DIRECT 1
 /* Use the Wait hint (0: always try phase 1 first). It relies on uop_wait
  * waiting for its timeout's CQE: else a stale linked-timeout cancel hits
- * the next call, which the hint makes a waiting one at once
- * (tests/stress_io stalled in 13 of 31 runs). */
+ * the next call, which the hint makes a waiting one at once (tests/
+ * stress_io stalls without that wait). */
 #define WAIT_HINT 1
 
 enum op_kind { K_READ, K_WRITE, K_READV, K_WRITEV, K_RECV, K_SEND, K_RECVMSG, K_SENDMSG, K_ACCEPT };

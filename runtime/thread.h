@@ -78,9 +78,9 @@ struct weft_thread {
 	/* --- second cache line: everything a waker touches (state, token,
 	 * reason, target worker, pin, queue link and mailbox chain header),
 	 * plus the park commit; exactly 64 bytes on LP64. A remote wake
-	 * moves this one line between CPUs, not two: with state and worker
-	 * on the first line, pingpong_cross measured 415 ns a round trip
-	 * against 389 ns with this layout (medians of 9, same run). Aligned:
+	 * moves this one line between CPUs, not two (a cross-worker
+	 * ping-pong is slower with state and worker on the first line:
+	 * docs/design.md "Measured alternatives"). Aligned:
 	 * where ctx is larger than x86-64's and aarch64's 48 bytes (the
 	 * ucontext build: 1,024) the first line spills over, and unaligned
 	 * this one straddled two lines (link at 1,040, state at 1,092) --- */

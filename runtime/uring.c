@@ -132,15 +132,9 @@
  * without multishot poll gets a one-shot poll plus a read of the counter
  * per kick.
  *
- *   Rejected: IORING_OP_MSG_RING from the kicker's own ring. Measured with
- *   examples/kick-pingpong (two threads pinned to workers 0 and 1 wake
- *   each other with weft_unpark; WEFT_FEATURES=NO_IDLE_SPIN so every wake
- *   finds the other worker asleep and kicks it), 3 runs each on the 2-CPU
- *   VM, kernel 6.18, DEFER_TASKRUN rings:
- *       eventfd write          5.1 - 6.0 us per round trip (2 kicks)
- *       MSG_RING               7.4 - 8.2 us, and ~1.5-2x as many worker
- *                              wakeups as kicks (the kicker's own enter)
- *       futex (NO_URING)       6.8 - 10 us
+ *   Rejected: IORING_OP_MSG_RING from the kicker's own ring. It measured
+ *   slower than the eventfd write on examples/kick-pingpong, with more
+ *   worker wakeups than kicks (docs/design.md "Measured alternatives").
  *   The eventfd write is one plain syscall on the kicker's side; MSG_RING
  *   is an io_uring_enter that also submits and completes on the kicker's
  *   ring. MSG_RING also needs a ring on the kicking side, but kicks come

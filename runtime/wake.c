@@ -117,10 +117,10 @@ static void record_wakee(struct weft_thread *waker, struct weft_thread *wakee)
  * sibling). Oversubscribed, fewer workers running than CPUs says the
  * same; with as many running as there are CPUs, kicking a parked worker
  * only adds an OS context switch on a busy CPU, and the wakee is better
- * run by the waker's worker (measured: examples/dispatcher -n 16 at 16
- * workers on 2 CPUs ran at 0.70x with the unconditional rule, 169 kicks
- * per 1,000 wakes against 54). relaxed nidle: a hint, one read-mostly
- * line per wide wake. */
+ * run by the waker's worker (examples/dispatcher oversubscribed ran
+ * slower, with three times the kicks, under the unconditional rule:
+ * docs/design.md "Measured alternatives"). relaxed nidle: a hint, one
+ * read-mostly line per wide wake. */
 static inline bool idle_cpu_likely(void)
 {
 	int n = wft_rt.nworkers;

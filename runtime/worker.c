@@ -491,15 +491,13 @@ static inline __attribute__((always_inline)) bool prepare(struct wft_worker *w,
  *    (sched_yield lets the preempted switcher run). Spinning on burnt our
  *    time slice while the thread we waited for waited for a CPU, and every
  *    worker that dispatched a thread of the preempted one joined the
- *    convoy (measured: 64 workers on 2 CPUs, sembench -u, 92% of the
- *    scheduler's samples in the spin and a third of the runs 100 to 1,000
- *    times slower). 50 us: the task that preempted the switcher is often
- *    a kicked worker that parks again within microseconds, and a yield
- *    hands the CPU to anything runnable for a whole slice, CPU hogs
- *    included (with 2 us, a program sharing its 2 CPUs with three hogs ran
- *    faster on one worker than on two: tests/check_sched
- *    drain_keeps_needed_cpus kept a drain in 2 of 5 runs, 0 of 4 with
- *    50 us); a real preemption lasts milliseconds.
+ *    convoy (oversubscribed sembench spent most of its time in that spin:
+ *    docs/design.md "Measured alternatives"). 50 us: the task that
+ *    preempted the switcher is often a kicked worker that parks again
+ *    within microseconds, and a yield hands the CPU to anything runnable
+ *    for a whole slice, CPU hogs included (with a much shorter spin, a
+ *    program sharing its 2 CPUs with CPU hogs ran faster on one worker
+ *    than on two); a real preemption lasts milliseconds.
  *
  * 2. Never wait while holding a thread. The dispatcher's own current
  *    thread has on_cpu = 1 until this switch finishes, and it may already

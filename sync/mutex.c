@@ -422,9 +422,9 @@
  * the time keeps short critical sections from paying a switch every few
  * acquisitions: one turn costs a yield, a park and a wake (1-2 us here),
  * so 50 us bounds that to a few per cent where every contender is on one
- * worker. With 20 us, test-mutex --hold-ns=50 --work-ns=200 M 1024 lost
- * ~15% (medians of 4 alternating runs, noisy host); with 50 us it is at
- * par (docs/design.md "Mutex"). With test-mutex V's 1 us holds a turn is
+ * worker; a shorter time cost short critical sections with many waiters
+ * measurably (docs/design.md "Measured alternatives"). With test-mutex
+ * V's 1 us holds a turn is
  * ~40 acquisitions, with 3 us holds the count decides. During a DRAIN
  * probe with 127 waiters a turn of 50 us gives a full round in ~6 ms,
  * against 127 ms at the 1 ms of I7. */
