@@ -534,12 +534,12 @@ static void chunk_put(struct chunk *c, char *p)
  * marker stays), with chunk_lock held only to take slots out of their
  * free lists and to put them back, never across the system calls.
  * Why: the deep trim runs in a worker's park path, and every worker that
- * parks deep runs one; with the madvise loop under the lock, 64 workers
- * on 2 CPUs held chunk_lock 1.9-2.3 ms per trim on average and up to
- * 204 ms (a trimmer preempted by the host mid-loop), and every worker
- * that needed a stack (a thread's first run) or freed one waited behind
- * it in futex_wait, up to 0.86 s: the runtime stood still with threads
- * runnable (docs/wake-path.md "Collapsed runs").
+ * parks deep runs one; with the madvise loop under the lock, a trimmer
+ * the host preempted mid-loop held chunk_lock for up to hundreds of
+ * milliseconds, and every worker that needed a stack (a thread's first
+ * run) or freed one waited behind it in futex_wait: the runtime stood
+ * still with threads runnable (figures: docs/wake-path.md "Collapsed
+ * runs").
  * A slot taken out (SCAVENGE_BATCH at a time) is in no free list, so no
  * chunk_get hands it out while its pages are dropped, and its chunk
  * cannot be unmapped under us (nfree < ncarved while it is out, so
