@@ -2272,7 +2272,7 @@ END_TEST
  * touch the lock after the atomic operation that releases it, except for
  * a futex wake (harmless on freed memory). It used to bump a sequence
  * word and read a sleeper count after the release: a write to and a read
- * of memory another thread may already have unmapped (found by review).
+ * of memory another thread may already have unmapped.
  * Each lock lives alone on a page that is unmapped right after destroy,
  * so a late access faults (SIGSEGV fails the test) with or without a
  * sanitizer. Choices come from a seeded stream (WEFT_TEST_SEED). */
@@ -2466,8 +2466,8 @@ END_TEST
 
 /* A semaphore as a completion on memory the waiter frees at once: the
  * post must not touch the semaphore after the increment that lets the
- * waiter go (it read the waiter count there: a read of freed memory,
- * found by review). The page is unmapped as soon as the wait returns, so
+ * waiter go (reading the waiter count there would read freed memory).
+ * The page is unmapped as soon as the wait returns, so
  * such a read faults. Several posters run at once (more threads than
  * CPUs: a poster is preempted inside the window now and then). Bounded:
  * 1.5 s. */
