@@ -259,9 +259,9 @@ static void push_locked(struct wft_worker *target, struct weft_thread *first,
  * parked while all were idle, and this worker woke later), get one going:
  * the strand check of the next slot, for the mailbox. Only for threads
  * that can move. */
-static inline void mail_on_awake(struct weft_thread *first)
+static inline void mail_on_awake(bool movable)
 {
-	if (first->pin < 0 && wft_feat(STEAL))
+	if (movable && wft_feat(STEAL))
 		wft_idle_strand_check(wft_worker_self());
 }
 
@@ -273,7 +273,11 @@ void wft_wake_push_burst(struct wft_worker *target, struct weft_thread *first,
 	 * to the kick chain if they sleep (seq_cst load: the Park pattern's
 	 * load half, as in the kick; AWAKE there means the target's re-check
 	 * will see this mail). The chain does not depend on the mailbox: the
-	 * NO_MAILBOX A/B changes how the threads get in, not who is kicked. */
+	 * NO_MAILBOX A/B changes how the threads get in, not who is kicked.
+	 * first->pin is read before the push: once pushed, first may run,
+	 * exit and its TCB be spawned again (nothing is read after). */
+	bool movable = first->pin < 0;
+
 	if (wft_feat(MAILBOX)) {
 		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
 		if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
@@ -283,7 +287,7 @@ void wft_wake_push_burst(struct wft_worker *target, struct weft_thread *first,
 	}
 	if (!burst->head) {
 		burst->head = target;
-		burst->head_stealable = first->pin < 0;
+		burst->head_stealable = movable;
 		return;
 	}
 	switch (atomic_load_explicit(&target->sleep, memory_order_seq_cst)) {
@@ -299,7 +303,7 @@ void wft_wake_push_burst(struct wft_worker *target, struct weft_thread *first,
 		}
 		break;
 	case WFT_W_AWAKE:
-		mail_on_awake(first);
+		mail_on_awake(movable);
 		break;
 	}
 }
@@ -307,6 +311,9 @@ void wft_wake_push_burst(struct wft_worker *target, struct weft_thread *first,
 void wft_wake_push(struct wft_worker *target, struct weft_thread *first,
 			    struct weft_thread *last, unsigned n)
 {
+	/* read before the push (see wft_wake_push_burst) */
+	bool movable = first->pin < 0;
+
 	if (wft_feat(MAILBOX)) {
 		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
 		/* Kick only when the mailbox was empty (see mailbox.c). */
@@ -316,7 +323,7 @@ void wft_wake_push(struct wft_worker *target, struct weft_thread *first,
 		push_locked(target, first, last, n);
 	}
 	if (wft_idle_kick_r(target) == WFT_KICK_AWAKE)
-		mail_on_awake(first);
+		mail_on_awake(movable);
 }
 
 void wft_wake_burst_end(struct wft_wake_burst *burst)
