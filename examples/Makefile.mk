@@ -7,6 +7,7 @@ noinst_HEADERS += \
 	examples/bench.h \
 	examples/bench_weft.h \
 	examples/conn_server.h \
+	examples/http_response.h \
 	examples/wake_bench.h
 
 # Micro-benchmarks: the runtime's and the primitives' costs, a million

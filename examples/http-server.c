@@ -45,14 +45,9 @@
 #include <weft/io.h>
 
 #include "conn_server.h"
+#include "http_response.h"
 
-static const char RESPONSE[] =
-	"HTTP/1.1 200 OK\r\n"
-	"Server: weft-example\r\n"
-	"Content-Type: text/plain\r\n"
-	"Content-Length: 13\r\n"
-	"\r\n"
-	"Hello, World!";
+static const char RESPONSE[] = HTTP_HELLO_RESPONSE;
 #define RESPONSE_LEN (sizeof(RESPONSE) - 1)
 
 /* Request buffer per connection: headers of a typical request (wrk sends

@@ -40,14 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "examples/http_response.h"
+
 /* examples/http-server.c's one response, byte for byte. */
-static const char HTTP_RESPONSE[] =
-	"HTTP/1.1 200 OK\r\n"
-	"Server: weft-example\r\n"
-	"Content-Type: text/plain\r\n"
-	"Content-Length: 13\r\n"
-	"\r\n"
-	"Hello, World!";
+static const char HTTP_RESPONSE[] = HTTP_HELLO_RESPONSE;
 
 enum { MSG_MAX = 256 };
 
