@@ -866,6 +866,10 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
 {
+	/* Read before the slot is set: from then on a thief may take t (I5),
+	 * run it to its exit and its TCB be spawned again. */
+	bool movable = t->pin < 0;
+
 	/* RANDOMIZE (a debug switch): every other local wake, at random,
 	 * goes to the tail instead, so tests cannot lean on next-slot order
 	 * (victims are always tried in random order, idle.c try_steal) */
@@ -887,7 +891,7 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 		}
 		/* t may be stranded here if we keep running (I5), whichever
 		 * path put it in, the displacing one included */
-		if (t->pin < 0 && wft_feat(STEAL))
+		if (movable && wft_feat(STEAL))
 			wft_idle_strand_check(w);
 		if (!old)
 			return;
