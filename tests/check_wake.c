@@ -638,23 +638,28 @@ END_TEST
 
 /* ---------------------------------------------------------------------- */
 /* A waker reads nothing of its wakee after the push (runtime/wake.c
- * wft_wake_push, worker.c wft_worker_push_local): once the wakee is in a
- * mailbox or a next slot another worker may run it, it may exit, and its
- * TCB may be spawned again. Each round makes that happen: the waker W
- * (pinned to worker 0) unparks X; X runs on worker 1, detaches itself,
- * unparks R and exits (its TCB goes to worker 1's cache); R (pinned to worker 1)
- * spawns a thread at once, which takes X's TCB from that cache and writes
- * it (spawn_reset). A waker that read X after the push races that write,
- * which TSan reports; a plain build cannot see it, and there the test
- * checks that every round ran. Two kinds of round: X pinned to worker 1,
- * where a yielding thread keeps worker 1 awake (W's push goes to worker
- * 1's mailbox and finds it awake), and X unpinned, parked on worker 0
- * (W's push goes to its own next slot, W computes on, and worker 1 steals
- * X from the slot: worker.c I5). */
+ * wft_wake_push and wft_wake_push_burst, worker.c wft_worker_push_local):
+ * once the wakee is in a mailbox or a next slot another worker may run it,
+ * it may exit, and its TCB may be spawned again. Each round makes that
+ * happen: the waker W (pinned to worker 0) wakes X; X runs on worker 1,
+ * detaches itself, unparks R and exits (its TCB goes to worker 1's cache);
+ * R (pinned to worker 1) spawns a thread at once, which takes X's TCB from
+ * that cache and writes it (spawn_reset). A waker that read X after the
+ * push races that write, which TSan reports; a plain build cannot see it,
+ * and there the test checks that every round ran. Three kinds of round:
+ * MAIL, X pinned to worker 1, where a yielding thread keeps worker 1 awake
+ * (W's unpark pushes into worker 1's mailbox and finds it awake); SLOT, X
+ * unpinned, parked on worker 0 (W's push goes to its own next slot, W
+ * computes on, and worker 1 steals X from the slot: worker.c I5); BURST,
+ * two X pinned to worker 1 on a semaphore, posted with weft_sem_post_n (a
+ * batched flush: the burst's push to its first worker). */
 
 #define REUSE_ROUNDS 150
 
+enum reuse_mode { REUSE_MAIL, REUSE_SLOT, REUSE_BURST };
+
 static weft_thread_t reuse_r;
+static weft_sem_t reuse_sem;
 static _Atomic int reuse_x_parking, reuse_x_go, reuse_r_go, reuse_done, reuse_stop;
 
 static void *reuse_nop(void *arg)
@@ -664,7 +669,7 @@ static void *reuse_nop(void *arg)
 	return NULL;
 }
 
-/* R: each wake, one spawn from worker 1 (X's TCB, if X exited just before) */
+/* R: each wake, one spawn from worker 1 per X that exited just before */
 static void *reuse_respawner(void *arg)
 {
 	weft_attr_t a;
@@ -681,21 +686,25 @@ static void *reuse_respawner(void *arg)
 		go = atomic_exchange(&reuse_r_go, 0);
 		if (go < 0)
 			return NULL;
-		if (go)
+		while (go-- > 0)
 			WT_CHECK(weft_spawn(&c, reuse_nop, NULL, &a) == 0);
 	}
 }
 
 static void *reuse_x(void *arg)
 {
-	(void)arg;
-	atomic_store(&reuse_x_parking, 1);
-	while (!atomic_load(&reuse_x_go))
-		WT_CHECK(weft_park() == 0);
-	/* detached only now (W needed the handle): the exit frees the TCB
-	 * into this worker's cache */
+	bool on_sem = arg != NULL;
+
+	atomic_fetch_add(&reuse_x_parking, 1);
+	if (on_sem)
+		WT_CHECK(weft_sem_wait(&reuse_sem) == 0);
+	else
+		while (!atomic_load(&reuse_x_go))
+			WT_CHECK(weft_park() == 0);
+	/* detached only now (W may need the handle): the exit frees the
+	 * TCB into this worker's cache */
 	WT_CHECK(weft_detach(weft_self()) == 0);
-	atomic_store(&reuse_r_go, 1);
+	atomic_fetch_add(&reuse_r_go, 1);
 	WT_CHECK(weft_unpark(reuse_r) == 0);
 	return NULL;
 }
@@ -711,47 +720,56 @@ static void *reuse_yielder(void *arg)
 
 static void *reuse_waker(void *arg)
 {
-	bool pinned = arg != NULL;
+	enum reuse_mode mode = (enum reuse_mode)(uintptr_t)arg;
+	int nx = mode == REUSE_BURST ? 2 : 1;
 	uint64_t deadline = weft_now_ns() + 20000000000ull;
 	weft_attr_t a;
 
 	weft_attr_init(&a);
-	a.worker = pinned ? 1 : -1;
+	a.worker = mode == REUSE_SLOT ? -1 : 1;
 	for (int r = 0; r < REUSE_ROUNDS && !atomic_load(&wt_failure); r++) {
-		weft_thread_t x;
+		weft_thread_t x[2];
 
 		atomic_store(&reuse_x_parking, 0);
 		atomic_store(&reuse_x_go, 0);
-		WT_CHECK(weft_spawn(&x, reuse_x, NULL, &a) == 0);
+		for (int i = 0; i < nx; i++)
+			WT_CHECK(weft_spawn(&x[i], reuse_x, mode == REUSE_BURST ? &reuse_sem : NULL,
+					    &a) == 0);
 		/* unpinned, X is W's lone child and runs here when W yields */
-		while (!atomic_load(&reuse_x_parking) && weft_now_ns() < deadline)
+		while (atomic_load(&reuse_x_parking) < nx && weft_now_ns() < deadline)
 			WT_CHECK(weft_yield() == 0);
 		WT_CHECK(weft_sleep_ns(100000) == 0);   /* X parks meanwhile */
-		atomic_store(&reuse_x_go, 1);
-		WT_CHECK(weft_unpark(x) == 0);
-		if (!pinned)
+		if (mode == REUSE_BURST) {
+			WT_CHECK(weft_sem_post_n(&reuse_sem, 2) == 0);
+		} else {
+			atomic_store(&reuse_x_go, 1);
+			WT_CHECK(weft_unpark(x[0]) == 0);
+		}
+		if (mode == REUSE_SLOT)
 			compute_ns(300000);   /* past I5's delay: worker 1 steals X */
-		while (atomic_load(&reuse_done) <= r && weft_now_ns() < deadline)
+		while (atomic_load(&reuse_done) < (r + 1) * nx && weft_now_ns() < deadline)
 			WT_CHECK(weft_yield() == 0);
-		WT_CHECK(atomic_load(&reuse_done) == r + 1);
+		WT_CHECK(atomic_load(&reuse_done) == (r + 1) * nx);
 	}
 	return NULL;
 }
 
-static void reuse_run(bool pinned)
+static void reuse_run(enum reuse_mode mode)
 {
 	weft_attr_t a;
 	weft_thread_t w, y = NULL;
 
 	atomic_store(&reuse_done, 0);
 	atomic_store(&reuse_stop, 0);
+	atomic_store(&reuse_r_go, 0);
+	ck_assert_int_eq(weft_sem_init(&reuse_sem, 0), 0);
 	weft_attr_init(&a);
 	a.worker = 1;
 	ck_assert_int_eq(weft_spawn(&reuse_r, reuse_respawner, NULL, &a), 0);
-	if (pinned)
+	if (mode != REUSE_SLOT)
 		ck_assert_int_eq(weft_spawn(&y, reuse_yielder, NULL, &a), 0);
 	a.worker = 0;
-	ck_assert_int_eq(weft_spawn(&w, reuse_waker, (void *)(uintptr_t)pinned, &a), 0);
+	ck_assert_int_eq(weft_spawn(&w, reuse_waker, (void *)(uintptr_t)mode, &a), 0);
 	ck_assert_int_eq(weft_join(w, NULL), 0);
 	atomic_store(&reuse_stop, 1);
 	atomic_store(&reuse_r_go, -1);
@@ -760,14 +778,16 @@ static void reuse_run(bool pinned)
 	if (y)
 		ck_assert_int_eq(weft_join(y, NULL), 0);
 	wt_assert_no_failure();
-	ck_assert_int_eq(atomic_load(&reuse_done), REUSE_ROUNDS);
+	ck_assert_int_eq(atomic_load(&reuse_done), REUSE_ROUNDS * (mode == REUSE_BURST ? 2 : 1));
+	weft_sem_destroy(&reuse_sem);
 }
 
 START_TEST(no_read_after_push)
 {
 	wt_init_features(2, "NO_DRAIN");
-	reuse_run(true);
-	reuse_run(false);
+	reuse_run(REUSE_MAIL);
+	reuse_run(REUSE_SLOT);
+	reuse_run(REUSE_BURST);
 	wt_shutdown();
 }
 END_TEST
