@@ -2432,12 +2432,57 @@ static void *cw_reader(void *arg)
 	return NULL;
 }
 
+/* The time (ns) worker 0's OS thread has waited for a CPU while runnable
+ * (/proc/self/task/TID/schedstat, second field), or 0 if it cannot be read. */
+static uint64_t worker0_cpu_wait_ns(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	uint64_t wait = 0;
+
+	while (d && (e = readdir(d)) != NULL) {
+		char path[300], buf[64];
+		unsigned long long run, w;
+		FILE *f;
+		bool match;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		match = fgets(buf, sizeof(buf), f) && strcmp(buf, "weft-w0\n") == 0;
+		fclose(f);
+		if (!match)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (fscanf(f, "%llu %llu", &run, &w) == 2)
+				wait = w;
+			fclose(f);
+		}
+		break;
+	}
+	if (d)
+		closedir(d);
+	return wait;
+}
+
+/* The bound is on what weft controls: 1 s from the write to the reader
+ * running, less the time worker 0's OS thread spent runnable but waiting
+ * for a CPU (a host with ten runnable threads per CPU has left it waiting
+ * half a second). A lost wakeup leaves that thread asleep, not waiting
+ * for a CPU: the reader then never runs (given 10 s) or runs late with
+ * little CPU wait, and the test fails either way. */
+#define CW_BOUND_NS 1000000000ull
+#define CW_GIVEUP_NS 10000000000ull
+
 START_TEST(sleeper_wake)
 {
 	weft_config_t cfgs = WEFT_CONFIG_INITIALIZER;
 	weft_thread_t rd;
 	int p[2];
-	uint64_t tw, td;
+	uint64_t tw, td, wait0, cpu_wait;
 
 	cfgs.workers = wt_configs[_i].workers;
 	cfgs.pin = wt_configs[_i].pin;
@@ -2449,13 +2494,21 @@ START_TEST(sleeper_wake)
 			ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 			rd = spawn_on(0, cw_reader, p);
 			usleep(50000);   /* every worker deep, stack trim done */
+			wait0 = worker0_cpu_wait_ns();
 			tw = weft_now_ns();
 			ck_assert_int_eq(write(p[1], "x", 1), 1);
-			while (!(td = atomic_load(&cw_done)) && weft_now_ns() - tw < 1000000000ull)
+			while (!(td = atomic_load(&cw_done)) && weft_now_ns() - tw < CW_GIVEUP_NS)
 				usleep(1000);
-			ck_assert_msg(td, "completion into a sleeping worker not seen in 1 s");
-			printf("sleeper_wake[%s, %s]: %.3f ms\n", wt_configs[_i].name,
-			       mode ? "NO_URING_DEFER" : "default", (td - tw) / 1e6);
+			cpu_wait = worker0_cpu_wait_ns() - wait0;
+			ck_assert_msg(td, "completion into a sleeping worker not seen in %.0f s",
+				      CW_GIVEUP_NS / 1e9);
+			printf("sleeper_wake[%s, %s]: %.3f ms (worker 0 waited %.3f ms for a CPU)\n",
+			       wt_configs[_i].name, mode ? "NO_URING_DEFER" : "default", (td - tw) / 1e6,
+			       cpu_wait / 1e6);
+			ck_assert_msg(td - tw < CW_BOUND_NS + cpu_wait,
+				      "completion into a sleeping worker seen after %.1f ms, of which worker 0 "
+				      "waited %.1f ms for a CPU (bound 1 s plus that wait)",
+				      (td - tw) / 1e6, cpu_wait / 1e6);
 			join(rd);
 			close(p[0]);
 			close(p[1]);
