@@ -110,12 +110,14 @@
  *   other readers, continue).
  *
  *   tests/models/rwlock_bias.pml checks this Dekker pattern with spin
- *   (exclusion, two readers with their slots, a timed writer that may give
- *   up and a second writer), with mutants for a buffered REVOKING store,
- *   a reader that does not re-load bias, and a writer that gives up
- *   storing OFF. It models a slot per reader; counts shared by the
- *   readers of one worker are the same pattern with more readers on one
- *   location (each RMW is one event in the total order).
+ *   (exclusion, counts never below zero, no writer left waiting): two
+ *   readers sharing one row's slot, one of them moving to the other row
+ *   before its unlock, a third reader in the other row, a reader of
+ *   another lock retagging the shared slot, a timed writer that may give
+ *   up and a second writer; with mutants for a buffered REVOKING store, a
+ *   reader that does not re-load bias, a writer that gives up storing
+ *   OFF, a claim that retags a counted slot (I7) and an unlock that
+ *   decrements its current row.
  *
  *   Concurrency: counts in different slots run in parallel with
  *   everything; counts and decrements of one slot are RMWs, so they

@@ -82,6 +82,8 @@ rwlock_bias.pml|ok|
 rwlock_bias.pml|assertion violated|-DMUTANT_NO_SC
 rwlock_bias.pml|assertion violated|-DMUTANT_NO_RECHECK
 rwlock_bias.pml|assertion violated|-DMUTANT_GIVEUP_OFF
+rwlock_bias.pml|assertion violated|-DMUTANT_RETAG
+rwlock_bias.pml|assertion violated|-DMUTANT_CURRENT_ROW
 preload_mutex.pml|ok|
 preload_mutex.pml|ok|-DMIXED -DNSPUR=0
 preload_mutex.pml|invalid end state|-DMUTANT_NO_RECHECK
