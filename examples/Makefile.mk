@@ -8,6 +8,7 @@ noinst_HEADERS += \
 	examples/bench_weft.h \
 	examples/conn_server.h \
 	examples/http_response.h \
+	examples/task_stat.h \
 	examples/wake_bench.h
 
 # Micro-benchmarks: the runtime's and the primitives' costs, a million

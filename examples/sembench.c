@@ -118,6 +118,7 @@
 #include <weft/sync.h>
 
 #include "bench.h"
+#include "task_stat.h"
 
 /* Semaphores per SysV set, as in the original (SEMMSL must be >= this). */
 #define SEMS_PERID 250
@@ -711,27 +712,11 @@ static void report_cpu_wait(void)
 	if (!d)
 		return;
 	while ((e = readdir(d)) != NULL) {
-		char path[300], comm[32] = "";
+		char comm[32];
 		unsigned long long r, w;
-		FILE *f;
 		int k;
 
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f) {
-			if (!fgets(comm, sizeof(comm), f))
-				comm[0] = '\0';
-			fclose(f);
-		}
-		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		k = fscanf(f, "%llu %llu", &r, &w);
-		fclose(f);
-		if (k != 2)
+		if (e->d_name[0] == '.' || !task_stat(e->d_name, comm, sizeof(comm), &r, &w))
 			continue;
 		k = strtol(e->d_name, NULL, 10) == self ? 1 : strncmp(comm, "weft-w", 6) == 0 ? 0 : 2;
 		run[k] += r / 1e9;

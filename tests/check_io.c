@@ -41,6 +41,8 @@
 
 #include <weft/io.h>
 
+#include "examples/task_stat.h"
+
 /* weft turns io_uring off by itself on Valgrind (runtime/uring.c), so the
  * tests that expect a ring skip there (as in check_context.c). */
 #if __has_include(<valgrind/valgrind.h>)
@@ -2441,27 +2443,14 @@ static uint64_t worker0_cpu_wait_ns(void)
 	uint64_t wait = 0;
 
 	while (d && (e = readdir(d)) != NULL) {
-		char path[300], buf[64];
+		char comm[32];
 		unsigned long long run, w;
-		FILE *f;
-		bool match;
 
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		if (!(f = fopen(path, "r")))
-			continue;
-		match = fgets(buf, sizeof(buf), f) && strcmp(buf, "weft-w0\n") == 0;
-		fclose(f);
-		if (!match)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
-		if ((f = fopen(path, "r"))) {
-			if (fscanf(f, "%llu %llu", &run, &w) == 2)
-				wait = w;
-			fclose(f);
+		if (e->d_name[0] != '.' && task_stat(e->d_name, comm, sizeof(comm), &run, &w) &&
+		    strcmp(comm, "weft-w0") == 0) {
+			wait = w;
+			break;
 		}
-		break;
 	}
 	if (d)
 		closedir(d);
