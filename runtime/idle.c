@@ -419,14 +419,13 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  * worker that parks then finds nidle == nworkers and parks deep (Idle
  * tick). The gate must kick a deep park at once (it has no deadline to
  * bound a pending kick), so the Kick chain step of every worker that
- * woke went on kicking deep-parked peers, each for a few threads:
- * sembench -o 3 at 16 workers on 2 CPUs, 28% of all kicks came from
- * chain steps, nearly all of them at deep parks (docs/wake-path.md
- * "Where the kicks come from"). So while an OS thread has made a burst of
- * wakes within the last idle tick (os_waker_last, written by os_burst),
- * a worker that would park deep parks with the idle tick instead; its
- * kick may then be left pending for a hand-over, and it wakes with more
- * mail.
+ * woke went on kicking deep-parked peers, each for a few threads
+ * (sembench -o 3 oversubscribed: the second source of kicks after the
+ * hand-over; figures in docs/wake-path.md "Where the kicks come from").
+ * So while an OS thread has made a burst of wakes within the last idle
+ * tick (os_waker_last, written by os_burst), a worker that would park
+ * deep parks with the idle tick instead; its kick may then be left
+ * pending for a hand-over, and it wakes with more mail.
  * Why no wakeup is lost: the rule only turns a deep park into a park
  * with a deadline, which is the ordinary case of "Park" and "Kick gate":
  * a waker that sees SLEEPING kicks, or leaves the kick pending only if
