@@ -412,6 +412,45 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  */
 #define KICK_GATE_WAIT_NS IDLE_TICK_NS
 
+/*
+ * Outside waker (with the Kick gate). A plain OS thread that wakes light
+ * threads in bursts (sembench's poster) makes work the runtime cannot
+ * see coming: between two of its waves every worker may be idle, and a
+ * worker that parks then finds nidle == nworkers and parks deep (Idle
+ * tick). The gate must kick a deep park at once (it has no deadline to
+ * bound a pending kick), so the Kick chain step of every worker that
+ * woke went on kicking deep-parked peers, each for a few threads
+ * (sembench -o 3 oversubscribed: the second source of kicks after the
+ * hand-over; figures in docs/wake-path.md "Where the kicks come from").
+ * So while an OS thread has made a burst of wakes within the last idle
+ * tick (os_waker_last, written by os_burst), a worker that would park
+ * deep parks with the idle tick instead; its kick may then be left
+ * pending for a hand-over, and it wakes with more mail.
+ * Why no wakeup is lost: the rule only turns a deep park into a park
+ * with a deadline, which is the ordinary case of "Park" and "Kick gate":
+ * a waker that sees SLEEPING kicks, or leaves the kick pending only if
+ * the park ends within KICK_GATE_WAIT_NS, and the worker's own wake by
+ * its deadline drains its mailbox. The ndeep pattern of "Idle tick" is
+ * untouched: ndeep++ then the load of nidle as before; a worker that
+ * then decides to tick undoes its ndeep (a tick parker looks by itself,
+ * so it needs no strand check's kick).
+ * Interleavings considered: the OS thread stops for good right after a
+ * burst (the mark is stale one tick later: each idle worker re-parks
+ * once more, then deep, so an idle runtime still sleeps for good); the
+ * mark is read just before an OS thread refreshes it (the worker parks
+ * deep as before: kicked at once, a kick more, never a lost one); two OS
+ * threads in bursts (one mark; either refreshes it); an OS thread that
+ * wakes once and blocks (not a burst: no mark, no change).
+ * Cost: one relaxed load per park that would go deep (only with the
+ * gate on), one store per OS_MARK_EVERY_NS by a bursting OS thread, and
+ * at most one tick wake-up per idle period of a worker (outside_tick:
+ * a worker that slept a tick without running anything parks deep).
+ * Rejected: counting the OS waker in every gate decision's demand (the
+ * workers' chain steps too). It changed nothing: those kicks were not let
+ * through for want of demand but because their targets parked deep.
+ * Only with the gate on: with no more workers than CPUs nothing changes.
+ */
+
 static int kick_now(struct wft_worker *w, uint32_t s);
 static int kick_take(void);
 
@@ -435,8 +474,21 @@ static inline int cpu_demand(bool os_busy)
 static __thread weft_time_t os_last_wake;
 #define OS_BURST_NS 50000
 
+/* When a plain OS thread last made a wake of a burst (os_burst), for the
+ * park's choice between the idle tick and a deep sleep (park_again_at,
+ * "Outside waker"). One value shared by all OS wakers; written only by
+ * OS threads in a burst, at most once per OS_MARK_EVERY_NS (a quarter
+ * of the burst window: fresh to within 25 us of a 1 ms tick, and one
+ * shared-line write per 25 us instead of one per wake); read once per
+ * park that would go deep. A value left from an earlier weft_init lasts
+ * one tick. */
+static _Atomic weft_time_t os_waker_last;
+#define OS_MARK_EVERY_NS 25000
+
 /* Is the caller a plain OS thread that already woke someone within
- * OS_BURST_NS (so it is likely to keep its CPU a while)? */
+ * OS_BURST_NS (so it is likely to keep its CPU a while)? If so, mark
+ * it for park_again_at. relaxed, load and store of the mark: a hint
+ * about who makes work, ordered with nothing ("Outside waker"). */
 static inline bool os_burst(weft_time_t now)
 {
 	bool busy;
@@ -445,7 +497,20 @@ static inline bool os_burst(weft_time_t now)
 		return false;
 	busy = now - os_last_wake < OS_BURST_NS;
 	os_last_wake = now;
+	/* one write per OS_MARK_EVERY_NS, not one per wake; signed: another
+	 * OS thread may have stored a time later than our clock read */
+	if (busy && (int64_t)(now - atomic_load_explicit(&os_waker_last, memory_order_relaxed)) >
+		    OS_MARK_EVERY_NS)
+		atomic_store_explicit(&os_waker_last, now, memory_order_relaxed);
 	return busy;
+}
+
+/* Did a plain OS thread make a burst of wakes within the last idle tick? */
+static inline bool os_waker_recent(weft_time_t now)
+{
+	/* signed: a mark stored after our clock read is recent */
+	return (int64_t)(now - atomic_load_explicit(&os_waker_last, memory_order_relaxed)) <
+	       IDLE_TICK_NS;
 }
 
 /* May w's kick wait for a CPU? w was seen SLEEPING (seq_cst load). */
@@ -845,6 +910,21 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
 	return false;
 }
 
+/* Park with the tick although every worker is idle ("Outside waker"):
+ * the gate is on, an OS thread made a burst of wakes within the last
+ * tick, and this worker's idle period (cache_trim's: no switch since it
+ * began) is not yet a tick old. A worker that already slept a tick
+ * without running anything goes deep: without that bound, 64 idle
+ * workers on 2 CPUs woke every millisecond while the poster ran, which
+ * cost an unpinned sembench at 64 workers about half its throughput. */
+static bool outside_tick(struct wft_worker *w, weft_time_t now)
+{
+	if (!gate_on() || !os_waker_recent(now))
+		return false;
+	/* our own counter and idle period (only this worker writes them) */
+	return w->stats.switches != w->idle_switches || now - w->idle_since < IDLE_TICK_NS;
+}
+
 /* When to look again without news of work: soon while a victim strands a
  * thread in its next slot or its mail; otherwise, while some worker is
  * awake, at least every IDLE_TICK_NS (relaxed: a hint, see "Idle tick");
@@ -875,7 +955,10 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 		 * and kicks someone (wft_idle_strand_check). */
 		atomic_fetch_add_explicit(&wft_rt.ndeep, 1, memory_order_seq_cst);
 		*deep = true;
-		if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers) {
+		/* ... or an OS thread makes bursts of wakes: tick too (see
+		 * "Outside waker"; only with the Kick gate on) */
+		if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers ||
+		    outside_tick(w, wft_now())) {
 			again = wft_now() + IDLE_TICK_NS;
 			atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
 			*deep = false;

@@ -896,6 +896,107 @@ START_TEST(kick_gate_bounded)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Outside waker (runtime/idle.c park_again_at): oversubscribed, a worker
+ * that finds every worker idle parks with the idle tick, not deep, while a
+ * plain OS thread made a burst of wakes within the last tick, so that the
+ * kick gate may leave its next kick to a hand-over instead of kicking a
+ * deep park at once (sembench -o 3: the Kick chain's kicks of deep parks).
+ * Here: one CPU, 4 workers, threads A, B, C pinned to workers 1-3; the
+ * main thread (an OS thread) posts all three back to back (a burst), waits
+ * until they wait again and their workers have parked, then counts the
+ * parks of the next OW_QUIET_MS: a worker parked with the tick wakes and
+ * parks again (the counter moves), a deep one sleeps through (it does
+ * not; its stack trim comes after 10 ms). */
+
+#define OW_ROUNDS 20
+#define OW_THREADS 3
+#define OW_SETTLE_US 300
+#define OW_QUIET_MS 4
+
+static weft_sem_t ow_sem[OW_THREADS];
+static _Atomic int ow_woken;
+static _Atomic bool ow_stop;
+
+static void *ow_waiter(void *arg)
+{
+	weft_sem_t *s = arg;
+
+	for (;;) {
+		WT_CHECK(weft_sem_wait(s) == 0);
+		if (atomic_load(&ow_stop))
+			return NULL;
+		atomic_fetch_add(&ow_woken, 1);
+	}
+}
+
+START_TEST(gate_outside_waker)
+{
+	cpu_set_t old, one;
+	weft_thread_t t[OW_THREADS];
+	weft_stats_t s0, s1;
+	weft_attr_t a;
+	uint64_t quiet = 0;
+	int cpu = 0;
+
+	if (!needs("gate_outside_waker", "KICK_GATE,STEAL"))
+		return;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
+	while (!CPU_ISSET(cpu, &old))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	wt_init_features(4, "NO_DRAIN");
+	atomic_store(&ow_woken, 0);
+	atomic_store(&ow_stop, false);
+	weft_attr_init(&a);
+	for (int i = 0; i < OW_THREADS; i++) {
+		ck_assert_int_eq(weft_sem_init(&ow_sem[i], 0), 0);
+		a.worker = i + 1;
+		ck_assert_int_eq(weft_spawn(&t[i], ow_waiter, &ow_sem[i], &a), 0);
+	}
+	for (int r = 0; r < OW_ROUNDS; r++) {
+		uint64_t t0;
+
+		sleep_ms(12);   /* every worker idle and parked deep, trim done */
+		for (int i = 0; i < OW_THREADS; i++)
+			ck_assert_int_eq(weft_sem_post(&ow_sem[i]), 0);
+		t0 = weft_now_ns();
+		while (atomic_load(&ow_woken) < (r + 1) * OW_THREADS &&
+		       weft_now_ns() - t0 < 2000000000ull)
+			sched_yield();
+		ck_assert_msg(atomic_load(&ow_woken) == (r + 1) * OW_THREADS,
+			      "round %d: a wakee did not run within 2 s", r);
+		/* let the three workers park, then count the quiet window */
+		{
+			struct timespec ts = { 0, OW_SETTLE_US * 1000L };
+
+			nanosleep(&ts, NULL);
+		}
+		stats(&s0);
+		sleep_ms(OW_QUIET_MS);
+		stats(&s1);
+		quiet += s1.parks - s0.parks;
+	}
+	atomic_store(&ow_stop, true);
+	for (int i = 0; i < OW_THREADS; i++) {
+		ck_assert_int_eq(weft_sem_post(&ow_sem[i]), 0);
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+		weft_sem_destroy(&ow_sem[i]);
+	}
+	wt_assert_no_failure();
+	wt_shutdown();
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
+	printf("outside waker: %llu parks in the quiet windows of %d rounds\n",
+	       (unsigned long long)quiet, OW_ROUNDS);
+	/* about one re-park per burst's worker per round with the rule;
+	 * none (a late first park now and then) with deep parks */
+	ck_assert_msg(quiet >= OW_ROUNDS, "%llu parks in %d quiet windows: workers parked deep "
+		      "after an OS thread's burst", (unsigned long long)quiet, OW_ROUNDS);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("wake");
@@ -911,6 +1012,7 @@ int main(void)
 	tcase_add_test(tc, stranded_wakee_mailbox);
 	tcase_add_test(tc, stranded_yielder);
 	tcase_add_test(tc, kick_gate_bounded);
+	tcase_add_test(tc, gate_outside_waker);
 	/* its own case: CI runs it alone under TSan (.ci/run), where the
 	 * placement cases above are not judged */
 	tc = wt_tcase(s, "reuse", 60);
