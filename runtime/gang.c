@@ -619,7 +619,7 @@ int weft_gang_create(weft_gang_t *out, unsigned k, const weft_gang_attr_t *attr)
 		slice = attr->slice_ns;
 	}
 	/* acquire: pairs with the release store of RUNNING in weft_init */
-	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != 2) {
+	if (atomic_load_explicit(&wft_rt.state, memory_order_acquire) != WFT_RT_RUNNING) {
 		rc = weft_init(NULL);
 		if (rc && rc != EBUSY)
 			return rc;

@@ -20,6 +20,21 @@
  * libatomic's locks), which is why libatomic_ops is used here. (AO_stack
  * itself is not used: its implementation is in libatomic_ops_gpl, and weft
  * does not link GPL code.)
+ *
+ * On aarch64 the CAS itself is GCC's 16-byte __sync builtin (dcas below),
+ * not libatomic_ops': its ldaxp and stlxp are two asm statements, and the
+ * compare between them is compiled code. At -O0 (--enable-debug) that
+ * code keeps the loaded pair in stack slots: stores and loads between the
+ * load-exclusive and the store-exclusive, which the architecture allows to
+ * clear the exclusive monitor every time (Arm ARM, "Load-Exclusive and
+ * Store-Exclusive instruction usage restrictions": a loop with explicit
+ * memory accesses inside the exclusive window has no forward-progress
+ * guarantee), so a push or pop could spin forever on some cores. qemu
+ * cannot show it: it emulates the pair by comparing values. The builtin is
+ * libgcc's __aarch64_cas16_sync: caspal with LSE, else one ldxp/stlxp loop
+ * with nothing in between, then dmb ish, whatever the optimisation level.
+ * tests/cross-aarch64.sh checks libweft.a for memory accesses or calls
+ * inside any exclusive window.
  */
 #include "runtime/tcb.h"
 #include "runtime/fault.h"
@@ -54,6 +69,26 @@ static struct tcb_slab *bulk_slabs;   /* slab_lock: from bulk memory (kept apart
 				       * leaked under LeakSanitizer) */
 static _Atomic unsigned nslabs;  /* slabs made (they stay: see wft_tcb_pool_fini_unsafe) */
 
+/* The double-word CAS of tcb_free, {o1, o2} -> {n1, n2}, a full barrier
+ * (acquire and release: what the push publishes and the pop reads). */
+#if defined(__aarch64__)
+__extension__ typedef unsigned __int128 dword;
+
+static inline bool dcas(AO_t o1, AO_t o2, AO_t n1, AO_t n2)
+{
+	dword o = ((dword)o2 << 64) | o1;
+	dword n = ((dword)n2 << 64) | n1;
+
+	/* AO_val1 is the low half of AO_whole on little-endian aarch64 */
+	return __sync_bool_compare_and_swap(&tcb_free.AO_whole, o, n);
+}
+#else
+static inline bool dcas(AO_t o1, AO_t o2, AO_t n1, AO_t n2)
+{
+	return AO_compare_double_and_swap_double_full(&tcb_free, o1, o2, n1, n2);
+}
+#endif
+
 static void global_push(struct weft_thread *first, struct weft_thread *last)
 {
 	AO_t top, ver;
@@ -67,8 +102,7 @@ static void global_push(struct weft_thread *first, struct weft_thread *last)
 		 * performs, covering the link just written */
 		wft_san_release(&tcb_free);
 		/* full barrier CAS: publishes the chain's links (release) */
-	} while (!AO_compare_double_and_swap_double_full(&tcb_free, top, ver,
-				(AO_t)first, ver + 1));
+	} while (!dcas(top, ver, (AO_t)first, ver + 1));
 }
 
 /* t->link of a top that another thread may have popped and be relinking
@@ -95,8 +129,7 @@ static struct weft_thread *global_pop(void)
 		wft_san_acquire(&tcb_free);
 		/* t->link may be stale if t was popped meanwhile; the version
 		 * half makes the CAS fail then (I1 makes the read safe) */
-	} while (!AO_compare_double_and_swap_double_full(&tcb_free, top, ver,
-				(AO_t)stale_link(t), ver + 1));
+	} while (!dcas(top, ver, (AO_t)stale_link(t), ver + 1));
 	return t;
 }
 

@@ -73,6 +73,8 @@ script_tests = \
 	tests/check_man.sh
 TESTS += $(script_tests)
 dist_check_SCRIPTS = $(script_tests)
+# sourced by the server tests (not a test itself)
+EXTRA_DIST += tests/server_lib.sh
 
 # check_conns.sh's client: plain epoll, no weft, no Check (the servers
 # under test are examples/).

@@ -40,55 +40,15 @@ if [ "$soft" != unlimited ] && [ "$soft" -lt "$need" ]; then
 	exit 77
 fi
 
-# Ports below the kernel's ephemeral range (as check_server_restart.sh),
-# so no connection's local end can hold one; a port another listener
+# shellcheck source=tests/server_lib.sh
+. "$(dirname "$0")/server_lib.sh" || { echo "FAIL: no $(dirname "$0")/server_lib.sh"; exit 1; }
+# Ports below the ephemeral range (server_lib.sh); a port another listener
 # holds makes the server fail with "in use", and the next one is tried.
-# (No scan of /proc/net/tcp first: with the other suites' connections in
-# TIME_WAIT it took 0.5 s per scan on a loaded machine.)
-lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-span=$((lo - 10000))
-[ $span -ge 1000 ] || span=1000
-port=$((10000 + ($$ * 13) % span))
+# (No pick_port scan of /proc/net/tcp first: with the other suites'
+# connections in TIME_WAIT it took 0.5 s per scan on a loaded machine.)
+port_start 13
 
-tmp=$(mktemp -d) || exit 1
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "FAIL: the test ran out of time (90 s)"; exit 1' TERM
-
-alive() {
-	local s
-	read -r s 2>/dev/null <"/proc/$1/stat" || return 1
-	s=${s##*) }
-	[ "${s%% *}" != Z ]
-}
-
-# start_server PROGRAM READY-TEXT: PROGRAM --impl=weft on a free port,
-# listening (its log shows READY-TEXT); $pid and $port set.
-start_server() {
-	local try i
-	for try in 1 2 3 4 5; do
-		: >"$tmp/server.log"
-		"$1" --impl=weft --port=$port >"$tmp/server.log" 2>&1 &
-		pid=$!
-		for ((i = 0; i < 100; i++)); do
-			grep -q "$2" "$tmp/server.log" && return 0
-			alive $pid || break
-			sleep 0.05
-		done
-		kill -9 $pid 2>/dev/null
-		wait $pid 2>/dev/null
-		pid=
-		grep -q 'in use' "$tmp/server.log" || break
-		port=$((port + 1))
-	done
-	echo "FAIL: $1 did not start:"
-	cat "$tmp/server.log"
-	return 1
-}
+server_tmp 90
 
 # stop_server NAME: SIGINT; gone within 2 s.
 stop_server() {
@@ -110,7 +70,7 @@ fail=0
 # run_server NAME PROGRAM READY-TEXT PROTO
 run_server() {
 	local ok=1
-	start_server "$2" "$3" || { fail=1; return; }
+	start_server "$3" "$2" --impl=weft || { fail=1; return; }
 	echo "$1 --impl=weft on port $port (ulimit -n $(ulimit -Sn)):"
 	"$LOAD" --port=$port --proto=$4 --conns=$CONNS --reqs=4 --seconds=30 || ok=0
 	[ $ok = 1 ] && { "$LOAD" --port=$port --proto=$4 --conns=50 --rounds=10 --reqs=3 --seconds=30 || ok=0; }

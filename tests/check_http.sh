@@ -51,40 +51,13 @@ REQ_CLOSE=$'GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
 FAKE=$'GET /body HTTP/1.1\r\nHost: localhost\r\n\r\n'
 REQ_POST=$'POST /form HTTP/1.1\r\nHost: localhost\r\nContent-Length: '${#FAKE}$'\r\n\r\n'$FAKE
 
-# Ports as in check_server_restart.sh: below the ephemeral range, the
-# first one no TCP socket uses.
-lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-span=$((lo - 10000))
-[ $span -ge 1000 ] || span=1000
-port=$((10000 + ($$ * 7) % span))
+# shellcheck source=tests/server_lib.sh
+. "$(dirname "$0")/server_lib.sh" || { echo "FAIL: no $(dirname "$0")/server_lib.sh"; exit 1; }
+# Ports below the ephemeral range, the first one no TCP socket uses
+# (server_lib.sh).
+port_start 7
 
-port_busy() {
-	local hex files= f
-	hex=$(printf '%04X' "$1")
-	for f in /proc/net/tcp /proc/net/tcp6; do
-		[ -r $f ] && files="$files $f"
-	done
-	[ -n "$files" ] || return 1
-	awk -v p="$hex" 'FNR > 1 { n = split($2, a, ":"); if (a[n] == p) f = 1 }
-		END { exit !f }' $files
-}
-
-pick_port() {
-	local k=0
-	while [ $k -lt 50 ] && port_busy $port; do
-		port=$((port + 1))
-		k=$((k + 1))
-	done
-}
-
-tmp=$(mktemp -d) || exit 1
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "FAIL: the test ran out of time (40 s)"; exit 1' TERM
+server_tmp 40
 
 pick_port
 # bash built without net redirections opens /dev/tcp/... as a file.
@@ -276,45 +249,6 @@ check_concurrent() {
 	fi
 }
 
-# alive PID: PID exists and is not a zombie.
-alive() {
-	local s
-	read -r s 2>/dev/null <"/proc/$1/stat" || return 1
-	s=${s##*) }
-	[ "${s%% *}" != Z ]
-}
-
-# start_server IMPL: the server on a free port, listening; $pid set.
-start_server() {
-	local try i
-	for try in 1 2 3; do
-		pick_port
-		: >"$tmp/server.log"
-		"$HTTP_SERVER" --impl=$1 --port=$port >"$tmp/server.log" 2>&1 &
-		pid=$!
-		for ((i = 0; i < 50; i++)); do
-			grep -q 'listening on' "$tmp/server.log" && return 0
-			alive $pid || break
-			sleep 0.1
-		done
-		if alive $pid; then
-			echo "FAIL: http-server --impl=$1 not listening after 5 s:"
-			cat "$tmp/server.log"
-			kill -9 $pid 2>/dev/null
-			wait $pid 2>/dev/null
-			pid=
-			return 1
-		fi
-		wait $pid 2>/dev/null
-		pid=
-		grep -q 'in use' "$tmp/server.log" || break
-		port=$((port + 1))   # taken since pick_port: the next one
-	done
-	echo "FAIL: http-server --impl=$1 did not start:"
-	cat "$tmp/server.log"
-	return 1
-}
-
 # stop_server IMPL OK: SIGINT with a connection open (OK=1: a keep-alive
 # connection after a response; else just connected, not to wait on a
 # server that failed); it must be gone within 2 s.
@@ -351,7 +285,8 @@ names=("a keep-alive" "b pipelining" "c Connection: close" "e $CONNS concurrent 
 checks=(check_keepalive check_pipeline check_close check_concurrent)
 
 for impl in weft pthread; do
-	start_server $impl || { fail=1; continue; }
+	pick_port
+	start_server 'listening on' "$HTTP_SERVER" --impl=$impl || { fail=1; continue; }
 	echo "http-server --impl=$impl on port $port:"
 	ok=1
 	for ((k = 0; k < ${#checks[@]}; k++)); do

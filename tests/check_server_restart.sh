@@ -9,42 +9,15 @@
 # cs_on_signal now shuts the listener down first).
 # Run from the top build directory (automake's test harness does).
 set -u
-# Below the kernel's ephemeral range (net.ipv4.ip_local_port_range,
-# 32768-60999 by default): a port in it can be the local end of any
-# connection on the machine (the suites run in parallel, with 1,000
-# loopback connections in check_io), and a listener cannot bind it then
-# (round 1 then fails to bind). A port that is busy before
-# the first round is not the bug this test looks for: the next one is
-# tried (pick_port).
-lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-span=$((lo - 10000))
-[ $span -ge 1000 ] || span=1000
-port=$((10000 + $$ % span))
-fail=0
-
-# port_busy PORT: some TCP socket (IPv4 or IPv6, any state) has PORT as its
-# local port (the kernel's tables: no tool needed).
-port_busy() {
-	hex=$(printf '%04X' "$1")
-	files=
-	for f in /proc/net/tcp /proc/net/tcp6; do
-		[ -r $f ] && files="$files $f"
-	done
-	[ -n "$files" ] || return 1
-	awk -v p="$hex" 'FNR > 1 { n = split($2, a, ":"); if (a[n] == p) f = 1 }
-		END { exit !f }' $files
-}
-
-# pick_port: from $port on, the first port that is not busy, at most 50
-# tries.
-pick_port() {
-	k=0
-	while [ $k -lt 50 ] && port_busy $port; do
-		port=$((port + 1))
-		k=$((k + 1))
-	done
-}
+# A port below the kernel's ephemeral range (server_lib.sh: a port in it
+# can be the local end of any connection, and round 1 would then fail to
+# bind). A port that is busy before the first round is not the bug this
+# test looks for: the next one is tried (pick_port).
+# shellcheck source=tests/server_lib.sh
+. "$(dirname "$0")/server_lib.sh" || { echo "FAIL: no $(dirname "$0")/server_lib.sh"; exit 1; }
+port_start 1
 pick_port
+fail=0
 
 # wait_ready PORT: until an echo round trip succeeds (at most 5 s).
 wait_ready() {

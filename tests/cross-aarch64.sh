@@ -41,6 +41,7 @@ pcdir=/usr/lib/$host/pkgconfig
 
 missing=
 command -v $host-gcc >/dev/null 2>&1 || missing="$missing gcc-aarch64-linux-gnu"
+command -v $host-objdump >/dev/null 2>&1 || missing="$missing binutils-aarch64-linux-gnu"
 command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-user"
 [ -e "$pcdir/liburing.pc" ] || missing="$missing liburing-dev:arm64"
 [ -e "$pcdir/check.pc" ] || missing="$missing check:arm64"
@@ -86,6 +87,23 @@ if grep -q 'warning:' "$build/build.log"; then
 	exit 1
 fi
 echo "cross-aarch64: built libweft and $(echo $suites | wc -w) suites in $(( $(date +%s) - start )) s"
+
+# Exclusive windows: between a load-exclusive (ldxr, ldaxr, ldxp, ...) and
+# its store-exclusive no other load or store and no call or return, or the
+# retry loop has no forward-progress guarantee on hardware (runtime/tcb.c,
+# "On aarch64"). qemu cannot show such a loop spinning (it emulates the
+# pair by comparing values), so the code is checked instead.
+windows=$($host-objdump -d --no-show-raw-insn .libs/libweft.a | awk '
+	/^[0-9a-f]+ <.*>:$/ { fn = $2; open = 0; next }
+	$2 ~ /^ld(a)?x(r|p|rb|rh)$/ { open = 1; bad = ""; next }
+	!open { next }
+	$2 ~ /^st(l)?x(r|p|rb|rh)$/ { if (bad != "") print fn bad; open = 0; next }
+	$2 ~ /^(ld|st)/ || $2 ~ /^(bl|blr|br|ret)$/ { bad = bad " " $1 $2 }')
+if [ -n "$windows" ]; then
+	echo "cross-aarch64: memory accesses or calls inside exclusive windows (function, offset:instruction):"
+	echo "$windows" | sed 's/^/    /'
+	exit 1
+fi
 
 export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-3}
 export WEFT_STRESS_SECONDS=${WEFT_STRESS_SECONDS:-1}
