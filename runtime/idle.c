@@ -423,7 +423,7 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  * (sembench -o 3 oversubscribed: the second source of kicks after the
  * hand-over; figures in docs/wake-path.md "Where the kicks come from").
  * So while an OS thread has made a burst of wakes within the last idle
- * tick (os_waker_last, written by os_burst), a worker that would park
+ * tick (os_waker_mark, written by os_burst), a worker that would park
  * deep parks with the idle tick instead; its kick may then be left
  * pending for a hand-over, and it wakes with more mail.
  * Why no wakeup is lost: the rule only turns a deep park into a park
@@ -482,7 +482,12 @@ static __thread weft_time_t os_last_wake;
  * shared-line write per 25 us instead of one per wake); read once per
  * park that would go deep. A value left from an earlier weft_init lasts
  * one tick. */
-static _Atomic weft_time_t os_waker_last;
+static struct {
+	/* a line of its own (the struct's size is its alignment): read by
+	 * parkers, written by OS wakers, apart from the gate's take_from,
+	 * written at every take */
+	_Alignas(64) _Atomic weft_time_t t;
+} os_waker_mark;
 #define OS_MARK_EVERY_NS 25000
 
 /* Is the caller a plain OS thread that already woke someone within
@@ -499,9 +504,9 @@ static inline bool os_burst(weft_time_t now)
 	os_last_wake = now;
 	/* one write per OS_MARK_EVERY_NS, not one per wake; signed: another
 	 * OS thread may have stored a time later than our clock read */
-	if (busy && (int64_t)(now - atomic_load_explicit(&os_waker_last, memory_order_relaxed)) >
+	if (busy && (int64_t)(now - atomic_load_explicit(&os_waker_mark.t, memory_order_relaxed)) >
 		    OS_MARK_EVERY_NS)
-		atomic_store_explicit(&os_waker_last, now, memory_order_relaxed);
+		atomic_store_explicit(&os_waker_mark.t, now, memory_order_relaxed);
 	return busy;
 }
 
@@ -509,7 +514,7 @@ static inline bool os_burst(weft_time_t now)
 static inline bool os_waker_recent(weft_time_t now)
 {
 	/* signed: a mark stored after our clock read is recent */
-	return (int64_t)(now - atomic_load_explicit(&os_waker_last, memory_order_relaxed)) <
+	return (int64_t)(now - atomic_load_explicit(&os_waker_mark.t, memory_order_relaxed)) <
 	       IDLE_TICK_NS;
 }
 
@@ -917,9 +922,14 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
  * without running anything goes deep: without that bound, 64 idle
  * workers on 2 CPUs woke every millisecond while the poster ran, which
  * cost an unpinned sembench at 64 workers about half its throughput. */
-static bool outside_tick(struct wft_worker *w, weft_time_t now)
+static bool outside_tick(struct wft_worker *w)
 {
-	if (!gate_on() || !os_waker_recent(now))
+	weft_time_t now;
+
+	if (!gate_on())
+		return false;   /* and no clock read */
+	now = wft_now();
+	if (!os_waker_recent(now))
 		return false;
 	/* our own counter and idle period (only this worker writes them) */
 	return w->stats.switches != w->idle_switches || now - w->idle_since < IDLE_TICK_NS;
@@ -958,7 +968,7 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 		/* ... or an OS thread makes bursts of wakes: tick too (see
 		 * "Outside waker"; only with the Kick gate on) */
 		if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers ||
-		    outside_tick(w, wft_now())) {
+		    outside_tick(w)) {
 			again = wft_now() + IDLE_TICK_NS;
 			atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
 			*deep = false;
