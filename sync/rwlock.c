@@ -242,9 +242,11 @@
  *   starves. Hence:
  *
  *   - Patience. The head writer's clock starts when it becomes the head
- *     of wq (sw->since, set by wclose_update_locked) and keeps running
- *     while it is in flight (RETRY). wclose_us = since + WFT_RW_PASS_US is
- *     a lockless hint for readers.
+ *     of wq (head_at, set by wclose_update_locked) and keeps running
+ *     while it is in flight (RETRY). Its patience ends WFT_RW_PASS_US
+ *     later, or WFT_RW_STARVE_US after it first queued (sw.since) if that
+ *     is earlier (patience_end_locked). wclose_us, that end in us, is a
+ *     lockless hint for readers.
  *   - Pass. A reader that finds a writer waiting (WWAIT or RETRY) and no
  *     WRITER joins the read phase if CLOSED is clear and the clock has not
  *     reached wclose_us (pass_open), by the usual CAS, which expects the
@@ -303,17 +305,21 @@
  *   patience is over). If the writer is in flight meanwhile, the readers
  *   that queue park, so its worker runs it: it takes the free word or
  *   queues and is granted. So the head writer waits at most P plus one
- *   read section plus its own scheduling, and the k-th queued writer k
- *   times that plus the write sections before it. Readers do not starve:
- *   a write unlock still admits every queued reader first.
+ *   read section plus its own scheduling; a queued writer that has waited
+ *   WFT_RW_STARVE_US gets no patience when it becomes the head, so past
+ *   that the writers ahead of it cost only their drains and write
+ *   sections, as under plain phase-fair turns. Readers do not starve: a
+ *   write unlock still admits every queued reader first.
  *
  *   The clock runs from the time a writer becomes the head, not from the
  *   time it queued: measured from the queueing, once one writer waits for
  *   longer than P (a worker preempted by the kernel while a reader holds
  *   is enough on a shared machine), every writer behind it finds its
  *   patience spent when its turn comes, the pass never opens again, and
- *   the convoy is back (docs/design.md has the counts). The price is a
- *   bound that grows with the number of queued writers, as any FIFO's.
+ *   the convoy is back (docs/design.md has the counts). Counted only from
+ *   becoming the head, the k-th writer waited k patiences and k drains of
+ *   the readers that passed (over a minute with 1,024 threads under TSan):
+ *   hence the cap from the queueing, WFT_RW_STARVE_US.
  *
  *   Patience as a timer in the parked writer was rejected: light threads
  *   are cooperative, and readers that pass never block, so the writer's
@@ -441,6 +447,13 @@ _Static_assert(sizeof(struct wft_rwlock) <= sizeof(weft_rwlock_t), "rwlock fits 
  * thread, no convoy of readers parked behind it), short enough to be a
  * latency a writer can live with. */
 #define WFT_RW_PASS_US 1000u
+/* A writer that has waited this long since it queued gets no patience of
+ * its own when it becomes the head: the pass closes at once ("Bounded
+ * pass"). Without it the k-th queued writer waits k patiences plus k
+ * drains of the readers that passed; with 1,024 threads under TSan that
+ * exceeded a minute (tests/check_rwlock bias_scale). Ten patiences: a
+ * backlog of writers deeper than that falls back to phase-fair turns. */
+#define WFT_RW_STARVE_US 10000u
 /* Spin on a slot of another worker's row this long before yielding or
  * sleeping: a reader there is running (or about to), and the benchmark's
  * read sections are 200 ns; twice that plus a cache miss, rounded up. A
@@ -759,6 +772,26 @@ static uint64_t wait_flags_locked(struct wft_rwlock *rw)
 /* Note the head writer's patience in wclose_us for the readers' lockless
  * check ("Bounded pass"). Called whenever the head of wq may have
  * changed. Locks: rw->qlock. */
+/* A writer's wait record: the common one (sw.since = when it first
+ * queued) and when it became the head writer (0: not yet). */
+struct rw_waiter {
+	struct wft_swaiter sw;
+	weft_time_t head_at;
+};
+
+#define rw_waiter_of(s) wft_container_of((s), struct rw_waiter, sw)
+
+/* When writer record sw's patience ends: WFT_RW_PASS_US after it became
+ * the head, but no later than WFT_RW_STARVE_US after it queued.
+ * Locks: rw->qlock. */
+static weft_time_t patience_end_locked(const struct wft_swaiter *sw)
+{
+	weft_time_t a = rw_waiter_of(sw)->head_at + (weft_time_t)WFT_RW_PASS_US * 1000;
+	weft_time_t b = sw->since + (weft_time_t)WFT_RW_STARVE_US * 1000;
+
+	return a < b ? a : b;
+}
+
 static void wclose_update_locked(struct wft_rwlock *rw)
 {
 	struct wft_swaiter *head = wft_waitq_first(&rw->wq);
@@ -769,16 +802,16 @@ static void wclose_update_locked(struct wft_rwlock *rw)
 		return;
 	/* relaxed: a hint for pass_open(); the decision is the CAS on state
 	 * that sets or expects CLOSED */
-	if (head && head->since == 0)
-		head->since = wft_now();
+	if (head && rw_waiter_of(head)->head_at == 0)
+		rw_waiter_of(head)->head_at = wft_now();
 	if (head)
-		wft_store(&rw->wclose_us, rw_us(head->since) + WFT_RW_PASS_US, relaxed);
+		wft_store(&rw->wclose_us, rw_us(patience_end_locked(head)), relaxed);
 }
 
 /* Has writer record sw waited its patience at time now? Locks: rw->qlock. */
 static bool writer_starved_locked(const struct wft_swaiter *sw, weft_time_t now)
 {
-	return now - sw->since >= (weft_time_t)WFT_RW_PASS_US * 1000;
+	return now >= patience_end_locked(sw);
 }
 
 /* The head writer's turn came (the last read hold or the write hold is
@@ -955,6 +988,7 @@ static int take_or_queue(struct wft_rwlock *rw, struct wft_swaiter *sw, bool ret
 	if (retry) {
 		wft_waitq_push_front(&rw->wq, sw);
 	} else {
+		sw->since = wft_now();
 		wft_waitq_push_back(kind == KIND_READ ? &rw->rq : &rw->wq, sw);
 	}
 	if (kind == KIND_WRITE)
@@ -973,40 +1007,41 @@ __attribute__((noinline, cold))
 static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t deadline)
 {
 	struct wft_wake_q q = { 0 };
-	struct wft_swaiter sw;
+	struct rw_waiter rww = { .head_at = 0 };
+	struct wft_swaiter *sw = &rww.sw;
 	bool retry = false;
 	int r;
 
-	wft_swaiter_init(&sw, id);
-	sw.kind = kind;
+	wft_swaiter_init(sw, id);
+	sw->kind = kind;
 	for (;;) {
-		r = take_or_queue(rw, &sw, retry, deadline);
+		r = take_or_queue(rw, sw, retry, deadline);
 		if (r >= 0)
 			return r;
-		r = wft_waiter_wait(&sw.w, deadline);
+		r = wft_waiter_wait(&sw->w, deadline);
 		if (r == ETIMEDOUT) {
 			/* Safe even if a grant unlinked us since the deadline: a
 			 * grant gives us a hold that keeps destroy at EBUSY until
 			 * we unlock (see "Interleavings considered" above); a
 			 * RETRY obliges us to try once more, below. */
 			wft_slock_lock(&rw->qlock);
-			if (sw.queued) {
-				dequeue_locked(rw, &sw, &q);
+			if (sw->queued) {
+				dequeue_locked(rw, sw, &q);
 				wft_slock_unlock(&rw->qlock);
 				wft_wake_q_flush(&q);
 				return ETIMEDOUT;
 			}
 			wft_slock_unlock(&rw->qlock);
 			/* Unlinked meanwhile: wait for the WOKEN store (wake_q.c I3). */
-			wft_waiter_wait(&sw.w, WEFT_TIME_INFINITE);
+			wft_waiter_wait(&sw->w, WEFT_TIME_INFINITE);
 		}
-		if (sw.w.result == WFT_SW_GRANTED)
+		if (sw->w.result == WFT_SW_GRANTED)
 			return 0;
 		/* RETRY: the last holder left and unlinked us without a grant.
 		 * We must try again, and take the lock if it is free even past
 		 * our deadline ("Bounded pass": nobody else is obliged to). */
-		WFT_ASSERT(sw.w.result == WFT_SW_RETRY && kind == KIND_WRITE);
-		wft_waiter_init(&sw.w);
+		WFT_ASSERT(sw->w.result == WFT_SW_RETRY && kind == KIND_WRITE);
+		wft_waiter_init(&sw->w);
 		retry = true;
 	}
 }
