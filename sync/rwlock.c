@@ -265,7 +265,9 @@
  *     holder, whatever the flags (it is the head; clearing CLOSED and
  *     RETRY); else it queues again at the front with its since (clearing
  *     RETRY, setting WWAIT); else, past its deadline, it clears RETRY (and
- *     CLOSED, if no writer is queued) and returns ETIMEDOUT. It never
+ *     CLOSED, if no writer is queued; then, if readers hold, it admits the
+ *     readers queued behind the closed pass, as a queued writer that times
+ *     out does) and returns ETIMEDOUT. It never
  *     leaves a free word behind: past its deadline it still takes a free
  *     word (and returns 0).
  *
@@ -293,8 +295,11 @@
  *   readers queued behind the closed pass are left queued for it (the
  *   last reader out does not admit them while RETRY is set): it holds
  *   next and admits them at its unlock, or it queues and is granted and
- *   does so, or it gives up while the lock is held and the holder's
- *   release sees RWAIT and admits them.
+ *   does so, or it gives up while the lock is held: if a writer holds,
+ *   its release sees RWAIT and admits them; if readers hold and no writer
+ *   is queued, it admits them itself (waiting for the last reader out
+ *   would let readers that arrive later, with no writer waiting, pass
+ *   them for as long as the read phase lasts).
  *
  *   Why the writer's wait is bounded: from the time it becomes the head
  *   (t0), readers join only by a CAS made after pass_open saw the clock
@@ -831,22 +836,35 @@ static bool turn_grants_locked(struct wft_rwlock *rw, uint64_t v)
 
 /* A writer woken to retry gives up (deadline) without taking rw or
  * queueing again: clear RETRY (and CLOSED if no writer is left), and
- * start the next head writer's clock. The readers queued behind a closed
- * pass are admitted by the holders' release (rw is held, or we would have
- * taken it). Locks: rw->qlock. */
-static void retry_leave_locked(struct wft_rwlock *rw)
+ * start the next head writer's clock. rw is held (or we would have taken
+ * it). If readers hold it and no writer is queued, admit the readers
+ * queued behind the closed pass now, as dequeue_locked() does for a
+ * queued writer that times out: otherwise they would wait for the last
+ * reader out, while new readers, with no writer waiting, join lockless
+ * and may keep the read phase going for ever (I3). If a writer holds,
+ * its unlock admits them. Locks: rw->qlock. */
+static void retry_leave_locked(struct wft_rwlock *rw, struct wft_wake_q *q)
 {
-	uint64_t v, nv;
+	uint64_t v, nv, k = 0;
 
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
-	do {
-		nv = v & ~WFT_RW_RETRY;
+	/* WRITER cannot appear meanwhile: lockless writers need a word of
+	 * 0, and RETRY is set until our CAS below */
+	if (!(v & WFT_RW_WRITER) && wft_waitq_empty(&rw->wq))
+		k = grant_readers_locked(rw, q);
+	for (;;) {
+		nv = (v & ~(WFT_RW_RETRY | WFT_RW_RWAIT)) | wait_flags_locked(rw);
 		if (wft_waitq_empty(&rw->wq))
 			nv &= ~WFT_RW_CLOSED;
-		/* relaxed: only flags change, under qlock; lockless readers
-		 * may come and go, hence a CAS */
-	} while (!wft_cas(&rw->state, &v, nv, relaxed));
+		nv += k * WFT_RW_READER;
+		/* acq_rel: admitted readers are granted a hold (acquire side
+		 * of the holders' releases, as in dequeue_locked); without
+		 * them only flags change. Lockless readers may come and go,
+		 * hence a CAS */
+		if (wft_cas(&rw->state, &v, nv, acq_rel))
+			break;
+	}
 	wclose_update_locked(rw);
 }
 
@@ -918,6 +936,7 @@ static void dequeue_locked(struct wft_rwlock *rw, struct wft_swaiter *sw, struct
 static int take_or_queue(struct wft_rwlock *rw, struct wft_swaiter *sw, bool retry,
 			 weft_time_t deadline)
 {
+	struct wft_wake_q q = { 0 };
 	int kind = sw->kind;
 	uint64_t v, flag;
 
@@ -963,8 +982,9 @@ static int take_or_queue(struct wft_rwlock *rw, struct wft_swaiter *sw, bool ret
 		}
 		if (deadline != WEFT_TIME_INFINITE && wft_now() >= deadline) {
 			if (retry)
-				retry_leave_locked(rw);
+				retry_leave_locked(rw, &q);
 			wft_slock_unlock(&rw->qlock);
+			wft_wake_q_flush(&q);
 			return ETIMEDOUT;
 		}
 		/* A reader that queues because the pass is over closes it,
