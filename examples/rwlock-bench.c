@@ -34,7 +34,11 @@
  * asleep while work waits), which the first figure does; quote both.
  * plus the spread of per-task operation counts (min/max), because the
  * weft tasks are scheduled cooperatively: a reader that never blocks keeps
- * its worker until it does, so the spread shows how evenly tasks ran.
+ * its worker until it does, so the spread shows how evenly tasks ran, and
+ *   bench=rwlock-wmax impl=IMPL param=... value=Z unit=ms
+ * the longest a write lock call waited in the measured interval (the
+ * writers' starvation bound: a lock that lets readers pass a waiting
+ * writer must still bound this).
  * The pthread baseline is glibc's default rwlock (reader preference) with
  * T OS threads; the weft side runs T light threads on --workers workers.
  * A reader that sees the 4 lines disagree reports a broken lock (exit 2).
@@ -75,11 +79,13 @@ static weft_rwlock_t wlock = WEFT_RWLOCK_INITIALIZER;
 static pthread_rwlock_t plock = PTHREAD_RWLOCK_INITIALIZER;
 
 /* relaxed: a flag polled by the tasks; nothing is published through it */
-static _Atomic int go, stop;
+static _Atomic int go, stop, measuring;
 static _Atomic long broken;
 
 struct task {
 	_Alignas(64) _Atomic uint64_t ops;   /* relaxed: read by main as a sample */
+	uint64_t wmax_ns;    /* longest write lock wait while measuring; read by
+	                      * main after the join */
 	int idx;
 	int impl;
 };
@@ -139,10 +145,16 @@ static void *task_main(void *p)
 				if (data[i].v[0] != a)
 					atomic_fetch_add(&broken, 1);
 		} else {
+			uint64_t w0 = bench_now_ns(), w;
+
 			if (weft)
 				weft_rwlock_wrlock(&wlock);
 			else
 				pthread_rwlock_wrlock(&plock);
+			w = bench_now_ns() - w0;
+			/* relaxed: a flag */
+			if (w > t->wmax_ns && atomic_load_explicit(&measuring, memory_order_relaxed))
+				t->wmax_ns = w;
 			for (int i = 0; i < 4; i++)
 				data[i].v[0]++;
 		}
@@ -191,7 +203,7 @@ static void run(int impl)
 	struct task *tasks = calloc((size_t)opt_tasks, sizeof(*tasks));
 	weft_thread_t *wt = calloc((size_t)opt_tasks, sizeof(*wt));
 	pthread_t *pt = calloc((size_t)opt_tasks, sizeof(*pt));
-	uint64_t s0, s1, t0, t1, c0, c1, mn = UINT64_MAX, mx = 0;
+	uint64_t s0, s1, t0, t1, c0, c1, mn = UINT64_MAX, mx = 0, wmax = 0;
 	char param[128];
 	double v;
 
@@ -202,6 +214,7 @@ static void run(int impl)
 	memset(data, 0, sizeof(data));
 	atomic_store(&go, 0);
 	atomic_store(&stop, 0);
+	atomic_store(&measuring, 0);
 	if (!impl_os(impl))
 		bench_weft_start(opt_workers);
 	for (int i = 0; i < opt_tasks; i++) {
@@ -225,6 +238,7 @@ static void run(int impl)
 	}
 	atomic_store(&go, 1);
 	sleep_s(0.3);                    /* warm-up */
+	atomic_store(&measuring, 1);
 	s0 = sum_ops(tasks, opt_tasks);
 	t0 = bench_now_ns();
 	c0 = cpu_ns();
@@ -239,26 +253,30 @@ static void run(int impl)
 		mn = o < mn ? o : mn;
 		mx = o > mx ? o : mx;
 	}
+	atomic_store(&measuring, 0);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < opt_tasks; i++) {
 		if (!impl_os(impl))
 			weft_join(wt[i], NULL);
 		else
 			pthread_join(pt[i], NULL);
+		/* after the join: the task's last store is ordered before it */
+		wmax = tasks[i].wmax_ns > wmax ? tasks[i].wmax_ns : wmax;
 	}
 	if (!impl_os(impl))
 		weft_shutdown();
 	v = (double)(s1 - s0) * 1e9 / (double)(t1 - t0);
 	printf("%-8s tasks %4d reads %3d%%  %12.0f ops/s  cpus %.2f  %10.0f ops/cpu-s  "
-	       "per-task ops min %llu max %llu\n",
+	       "per-task ops min %llu max %llu  write wait max %.3f ms\n",
 	       impl_names[impl], opt_tasks, opt_read_pct, v, (double)(c1 - c0) / (double)(t1 - t0),
 	       (double)(s1 - s0) * 1e9 / (double)(c1 - c0 ? c1 - c0 : 1), (unsigned long long)mn,
-	       (unsigned long long)mx);
+	       (unsigned long long)mx, (double)wmax / 1e6);
 	snprintf(param, sizeof(param), "tasks=%d,read=%d,hold=%ld,work=%ld", opt_tasks,
 		 opt_read_pct, opt_hold_ns, opt_work_ns);
 	bench_result(NULL, "rwlock", impl_names[impl], param, v, "ops/s");
 	bench_result(NULL, "rwlock-cpu", impl_names[impl], param,
 		     (double)(s1 - s0) * 1e9 / (double)(c1 - c0 ? c1 - c0 : 1), "ops/cpu-s");
+	bench_result(NULL, "rwlock-wmax", impl_names[impl], param, (double)wmax / 1e6, "ms");
 	fflush(stdout);
 	free(tasks);
 	free(wt);

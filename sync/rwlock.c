@@ -1,34 +1,52 @@
 /*
  * sync/rwlock.c - weft_rwlock_t: phase-fair reader-writer lock with a read
  * bias (readers of a lock no writer used lately count themselves in their
- * worker's row of a reader table and touch no shared line).
+ * worker's row of a reader table and touch no shared line) and a bounded
+ * reader pass (readers may join a read phase past a waiting writer for the
+ * writer's patience, about 1 ms).
  *
  * What it owns
  *   The rwlock word, two FIFO queues (readers, writers), the hand-off
- *   rules between read phases and write phases, and the per-worker reader
- *   count table shared by every rwlock ("Read bias"). docs/design.md "Reader-writer
- *   lock" has the measurements and the ceiling of the benchmark.
+ *   rules between read phases and write phases ("Protocol", "Bounded
+ *   pass"), and the per-worker reader count table shared by every rwlock
+ *   ("Read bias"). docs/design.md "Reader-writer lock" has the
+ *   measurements and the ceiling of the benchmark.
  *
  * State word (rw->state, 64 bits)
  *
- *   bits 63..3       | bit 2 | bit 1 | bit 0
- *   readers (x 8)    | RWAIT | WWAIT | WRITER
+ *   bits 63..5     | bit 4 | bit 3  | bit 2 | bit 1 | bit 0
+ *   readers (x 32) | RETRY | CLOSED | RWAIT | WWAIT | WRITER
  *
- *   readers   Number of read holds. Changed lockless by CAS (+8 / -8) in
+ *   readers   Number of read holds. Changed lockless by CAS (+32 / -32) in
  *             the fast paths, or under qlock by a grant.
  *   WRITER    A writer holds it; rw->wowner says who. Set by the writer's
- *             CAS from 0, or by a grant under qlock.
- *   WWAIT     A writer is queued. New readers must queue behind it (writers
- *             cannot starve); the last reader out must hand the lock to the
- *             head writer. Set/cleared under qlock.
+ *             CAS from 0 (or, for a writer woken to retry, from a word
+ *             with no holder), or by a grant under qlock.
+ *   WWAIT     A writer is queued. Arriving readers may pass it only while
+ *             the pass is open ("Bounded pass"); the last reader out must
+ *             give the head writer its turn. Set/cleared under qlock.
  *   RWAIT     A reader is queued. The writer's unlock must take the slow
  *             path and admit every queued reader. Set/cleared under qlock.
+ *   CLOSED    The pass is over: the waiting writer's patience ran out and
+ *             a reader queued behind it. No reader may join; the next turn
+ *             is a grant. Set under qlock by a queueing reader; cleared
+ *             when a writer takes or is granted the lock, or by a write
+ *             unlock (a new phase), or when no writer waits any more.
+ *   RETRY     A writer was woken to retry and has not come back yet (it
+ *             is "in flight"). It counts as the head writer: readers pass
+ *             it only while the pass is open, and its clock (wclose_us)
+ *             keeps running. At most one writer is in flight. Set by a
+ *             turn under qlock; cleared under qlock by that writer when it
+ *             takes the lock, queues again or gives up.
  *
  *   I1. WRITER => readers == 0.
  *   I2. Under qlock: WWAIT <=> writer queue non-empty; RWAIT <=> reader
- *       queue non-empty.
- *   I3. A reader queues only while WRITER or WWAIT is set; a writer only
- *       while the lock is held. So a free lock has empty queues.
+ *       queue non-empty; RETRY <=> a writer holds a RETRY result it has
+ *       not acted on.
+ *   I3. A reader queues only while WRITER is set or the pass is closed
+ *       behind a waiting writer (WWAIT or RETRY); a writer only while the
+ *       lock is held, or while writers wait before it. So a lock with no
+ *       holder, no writer in flight and no queued writer has empty queues.
  *   I4. While WRITER is set only the owning writer (its unlock) and qlock
  *       holders write the word: lockless CASes expect no WRITER.
  *
@@ -162,18 +180,24 @@
  *   still works and the public type stays one 64-byte line.
  *
  * Protocol (phase-fair)
- *   "Read lock": CAS readers + 1 (acquire) while neither WRITER nor WWAIT.
- *   Else under qlock: the same CAS, or CAS RWAIT on; queue; park. A granted
- *   reader returns with its hold already counted by the granter.
+ *   "Read lock": CAS readers + 1 (acquire) while no WRITER, and no writer
+ *   waits or the pass is open ("Bounded pass"). Else under qlock: the same
+ *   CAS, or CAS RWAIT on (and CLOSED, if a writer waits); queue; park. A
+ *   granted reader returns with its hold already counted by the granter.
  *   "Write lock": CAS 0 -> WRITER (acquire). Else under qlock: the same, or
- *   CAS WWAIT on; queue; park; granted = we are the writer.
+ *   CAS WWAIT on; queue; park; granted = we are the writer; woken with
+ *   RETRY = try again under qlock ("Bounded pass").
  *   "Write unlock": CAS WRITER -> 0 (release). If flags are set: under
  *   qlock, admit every queued reader (a read phase: readers = their count,
- *   WWAIT kept), else the head writer, else release; wake them after qlock.
+ *   WWAIT kept), else give the head writer its turn, else release; wake
+ *   them after qlock.
  *   "Read unlock": CAS readers - 1 (release), unless we are the last reader
- *   and someone waits: then under qlock hand the lock to the head writer
- *   (or, if the writers all timed out, admit the queued readers).
- *   So phases alternate whenever both kinds wait: neither can starve.
+ *   and someone waits: then under qlock give the head writer its turn (or,
+ *   if the writers all timed out, admit the queued readers).
+ *   A writer's turn is a grant (WRITER is set for it while it is parked)
+ *   once its patience is over, else a wake to retry.
+ *   So phases alternate whenever both kinds wait for longer than the
+ *   patience: neither can starve.
  *
  *     waiter (reader or writer)         releaser
  *     ------                            --------
@@ -204,7 +228,110 @@
  *   it (it clears WWAIT and admits them: no reader waits for a writer that
  *   is gone); readers leaving lockless while
  *   the last one goes to the slow path (the slow path re-reads under qlock
- *   and only hands off when it really is the last).
+ *   and only hands off when it really is the last); a reader passing
+ *   while the last one hands off (its +1 makes the hand-off CAS fail; the
+ *   slow path sees readers > 1 and only decrements; the passer is the new
+ *   last reader). The retry path: "Bounded pass" below.
+ *
+ * Bounded pass
+ *   Under phase-fair rules every reader that arrives while a writer waits
+ *   queues behind it, and the lock is then granted to a writer that is
+ *   parked: until it is scheduled, the lock is held by a thread that is
+ *   not running, and every reader that runs meanwhile queues and parks
+ *   too. With many threads per worker that convoy takes over (at 128
+ *   tasks, 99% reads, nearly every read queued; docs/design.md). Readers
+ *   that pass a waiting writer avoid it, but with no bound the writer
+ *   starves. Hence:
+ *
+ *   - Patience. The head writer's clock starts when it becomes the head
+ *     of wq (head_at, set by wclose_update_locked) and keeps running
+ *     while it is in flight (RETRY). Its patience ends WFT_RW_PASS_US
+ *     later, or WFT_RW_STARVE_US after it first queued (sw.since) if that
+ *     is earlier (patience_end_locked). wclose_us, that end in us, is a
+ *     lockless hint for readers.
+ *   - Pass. A reader that finds a writer waiting (WWAIT or RETRY) and no
+ *     WRITER joins the read phase if CLOSED is clear and the clock has not
+ *     reached wclose_us (pass_open), by the usual CAS, which expects the
+ *     word it read and so CLOSED clear. Otherwise it goes to qlock, where
+ *     the same test is made again, and queues with RWAIT | CLOSED. From
+ *     then on no reader joins: a reader's CAS that expected CLOSED clear
+ *     fails, and its retry sees CLOSED.
+ *   - Turn. When the last reader leaves (or a writer unlocks with no
+ *     reader queued) and a writer is queued, the head writer gets its
+ *     turn: a grant (WRITER for it, as before) if CLOSED or RETRY is set
+ *     or it has waited its patience; otherwise it is unlinked with result
+ *     RETRY, RETRY is set in the word, which is left free (no holder), and
+ *     it is woken. Readers may pass meanwhile (bounded as before), and
+ *     nobody holds the lock for a thread that is not running.
+ *   - Retry. The woken writer takes qlock and the word, if it has no
+ *     holder, whatever the flags (it is the head; clearing CLOSED and
+ *     RETRY); else it queues again at the front with its since (clearing
+ *     RETRY, setting WWAIT); else, past its deadline, it clears RETRY (and
+ *     CLOSED, if no writer is queued; then, if readers hold, it admits the
+ *     readers queued behind the closed pass, as a queued writer that times
+ *     out does) and returns ETIMEDOUT. It never
+ *     leaves a free word behind: past its deadline it still takes a free
+ *     word (and returns 0).
+ *
+ *   The race it must survive: the readers' release racing the retrying
+ *   writer's return, the same pattern as "Protocol":
+ *
+ *     last reader (turn)                 woken writer (RETRY)
+ *     ------------------                 --------------------
+ *     qlock                              ...runs later...
+ *     CAS readers 1 -> 0, RETRY on       qlock
+ *     pop W, RETRY result; qunlock       load state; no holder: CAS take
+ *     wake W                             held: CAS WWAIT on, RETRY off
+ *                                        (RMW); push front; qunlock; park
+ *     later readers: lockless CAS -1;
+ *     the last sees WWAIT: slow path
+ *
+ *   Either the writer's CAS sees the holders gone (it takes the lock) or
+ *   the last holder's CAS sees WWAIT (it gives the writer its turn again
+ *   under qlock, after the writer's qunlock), because both are RMWs of the
+ *   one word. No wakeup is lost: a writer leaves the queue only by a grant
+ *   (it holds the lock), by its timeout (dequeue_locked restores I2 and
+ *   admits the readers it blocked), or with RETRY, which obliges it to
+ *   come back to qlock; while it is away RETRY stays in the word, every
+ *   further turn is a grant (one writer in flight at most), and the
+ *   readers queued behind the closed pass are left queued for it (the
+ *   last reader out does not admit them while RETRY is set): it holds
+ *   next and admits them at its unlock, or it queues and is granted and
+ *   does so, or it gives up while the lock is held: if a writer holds,
+ *   its release sees RWAIT and admits them; if readers hold and no writer
+ *   is queued, it admits them itself (waiting for the last reader out
+ *   would let readers that arrive later, with no writer waiting, pass
+ *   them for as long as the read phase lasts).
+ *
+ *   Why the writer's wait is bounded: from the time it becomes the head
+ *   (t0), readers join only by a CAS made after pass_open saw the clock
+ *   before t0 + P (P = WFT_RW_PASS_US; wclose_us is at most a store's
+ *   propagation stale). After t0 + P the read phase only shrinks: each
+ *   arriving reader queues (and closes the pass); the readers already in
+ *   leave after their sections; the last one out grants (CLOSED, or the
+ *   patience is over). If the writer is in flight meanwhile, the readers
+ *   that queue park, so its worker runs it: it takes the free word or
+ *   queues and is granted. So the head writer waits at most P plus one
+ *   read section plus its own scheduling; a queued writer that has waited
+ *   WFT_RW_STARVE_US gets no patience when it becomes the head, so past
+ *   that the writers ahead of it cost only their drains and write
+ *   sections, as under plain phase-fair turns. Readers do not starve: a
+ *   write unlock still admits every queued reader first.
+ *
+ *   The clock runs from the time a writer becomes the head, not from the
+ *   time it queued: measured from the queueing, once one writer waits for
+ *   longer than P (a worker preempted by the kernel while a reader holds
+ *   is enough on a shared machine), every writer behind it finds its
+ *   patience spent when its turn comes, the pass never opens again, and
+ *   the convoy is back (docs/design.md has the counts). Counted only from
+ *   becoming the head, the k-th writer waited k patiences and k drains of
+ *   the readers that passed (over a minute with 1,024 threads under TSan):
+ *   hence the cap from the queueing, WFT_RW_STARVE_US.
+ *
+ *   Patience as a timer in the parked writer was rejected: light threads
+ *   are cooperative, and readers that pass never block, so the writer's
+ *   timer would not get it scheduled. The readers close the pass by the
+ *   clock instead, and queueing is what makes the worker run the writer.
  *
  * Rejected alternatives
  *   - Readers serialising on an internal mutex (counter under a lock): every
@@ -239,14 +366,23 @@
  *     spin): it lost on the read-mostly benchmark (docs/design.md has the
  *     figures): the spinner holds a CPU the writer and other processes
  *     want.
+ *   - Readers passing a waiting writer with no bound (glibc's reader
+ *     preference): writers starve ("Bounded pass").
+ *   - The writer's patience counted from its queueing, or as a timer in
+ *     the parked writer ("Bounded pass").
  */
 #include "sync/mutex.h"
 
 #define WFT_RW_WRITER ((uint64_t)1)
 #define WFT_RW_WWAIT  ((uint64_t)2)
 #define WFT_RW_RWAIT  ((uint64_t)4)
-#define WFT_RW_READER ((uint64_t)8)
-#define WFT_RW_FLAGS  (WFT_RW_WRITER | WFT_RW_WWAIT | WFT_RW_RWAIT)
+#define WFT_RW_CLOSED ((uint64_t)8)
+#define WFT_RW_RETRY  ((uint64_t)16)
+#define WFT_RW_READER ((uint64_t)32)
+#define WFT_RW_FLAGS  (WFT_RW_WRITER | WFT_RW_WWAIT | WFT_RW_RWAIT | WFT_RW_CLOSED | WFT_RW_RETRY)
+/* A writer waits, queued or woken to retry: arriving readers may pass it
+ * only while its patience lasts ("Bounded pass"). */
+#define WFT_RW_WPEND  (WFT_RW_WWAIT | WFT_RW_RETRY)
 /* The word of a destroyed rwlock: WRITER with a reader count, which I1
  * rules out for a live lock. Every lockless CAS fails on it (readers need
  * no WRITER, writers need 0), and each slow path checks for it first, so
@@ -266,8 +402,14 @@ struct wft_rwlock {
 	_Atomic uintptr_t wowner;     /* owner id of the writer, 0 if none */
 	struct wft_waitq rq;          /* queued readers, FIFO; qlock */
 	struct wft_waitq wq;          /* queued writers, FIFO; qlock */
-	_Atomic uint64_t rebias_at;   /* wft_now() before which bias stays off
-	                               * (written by writers; a hint) */
+	_Atomic uint32_t rebias_us;   /* wft_now() in us (mod 2^32) before
+	                               * which bias stays off (written by
+	                               * writers; a hint) */
+	_Atomic uint32_t wclose_us;   /* when the head writer's patience ends,
+	                               * in us (mod 2^32): readers pass it
+	                               * until then ("Bounded pass"); written
+	                               * under qlock, read lockless (a hint:
+	                               * the CAS on state decides) */
 };
 _Static_assert(sizeof(struct wft_rwlock) <= sizeof(weft_rwlock_t), "rwlock fits its public type");
 
@@ -297,6 +439,28 @@ _Static_assert(sizeof(struct wft_rwlock) <= sizeof(weft_rwlock_t), "rwlock fits 
  * revocation took (BRAVO's inhibition rule, Dice and Kogan 2019: the scans
  * cost at most 1/(N+1) of the time however often writers come). */
 #define WFT_RW_INHIBIT_MULT 9
+/* The longest inhibition, in us: rebias_us is 32 bits of microseconds,
+ * which wrap every 71.6 minutes, so a lock is inhibited only while now is
+ * at most this far before rebias_us. A stale value then inhibits for at
+ * most this long once per wrap (a hint: readers take the word meanwhile),
+ * and a revocation longer than 1/9 of it inhibits for this long only. */
+#define WFT_RW_INHIBIT_MAX_US 1000000u
+/* The head writer's patience, in us ("Bounded pass"): readers that arrive
+ * while a writer is queued may still join the read phase until the head
+ * writer has waited this long; then they queue behind it, and the last
+ * reader out hands it the lock. Go's mutex waits 1 ms before its
+ * starvation mode for the same reason: long enough that most writers get
+ * in by retrying at a moment without readers (no hand-off to a parked
+ * thread, no convoy of readers parked behind it), short enough to be a
+ * latency a writer can live with. */
+#define WFT_RW_PASS_US 1000u
+/* A writer that has waited this long since it queued gets no patience of
+ * its own when it becomes the head: the pass closes at once ("Bounded
+ * pass"). Without it the k-th queued writer waits k patiences plus k
+ * drains of the readers that passed; with 1,024 threads under TSan that
+ * exceeded a minute (tests/check_rwlock bias_scale). Ten patiences: a
+ * backlog of writers deeper than that falls back to phase-fair turns. */
+#define WFT_RW_STARVE_US 10000u
 /* Spin on a slot of another worker's row this long before yielding or
  * sleeping: a reader there is running (or about to), and the benchmark's
  * read sections are 200 ns; twice that plus a cache miss, rounded up. A
@@ -366,6 +530,22 @@ static inline bool rw_slot_holds(uint64_t v, uint64_t tag)
 }
 
 #define rw_of(p) ((struct wft_rwlock *)(void *)(p))
+
+/* A time in microseconds, modulo 2^32 (rebias_us, wclose_us). */
+static inline uint32_t rw_us(weft_time_t ns)
+{
+	return (uint32_t)(ns / 1000);
+}
+
+/* Is now at most max us before t on the 2^32 us circle? (0 < t - now
+ * <= max: a stale t from an earlier wrap is "not before" except for max
+ * us once per 71.6 minutes.) */
+static inline bool rw_us_within(uint32_t now, uint32_t t, uint32_t max)
+{
+	uint32_t d = t - now;
+
+	return d != 0 && d <= max;
+}
 
 /* rw->bias values; see "Read bias". */
 #define WFT_RW_BIAS_OFF      0u   /* slots count no hold of rw (I5) */
@@ -466,7 +646,8 @@ static void rebias(struct wft_rwlock *rw)
 {
 	/* relaxed: a hint (a stale value turns the bias on a little early or
 	 * late) */
-	if (wft_now() < wft_load(&rw->rebias_at, relaxed))
+	if (rw_us_within(rw_us(wft_now()), wft_load(&rw->rebias_us, relaxed),
+			 WFT_RW_INHIBIT_MAX_US))
 		return;
 	/* relaxed: acted on through the CAS */
 	uint32_t b = wft_load(&rw->bias, relaxed);
@@ -483,6 +664,21 @@ static void rebias(struct wft_rwlock *rw)
 static inline uint64_t readers(uint64_t v)
 {
 	return v / WFT_RW_READER;
+}
+
+/* May a reader that arrives now join the read phase past the queued head
+ * writer? v is the state it read (WWAIT set, WRITER clear). Only while
+ * CLOSED is clear and the head writer's patience has not run out
+ * ("Bounded pass"). The time is a hint read lockless; the caller's CAS,
+ * which expects CLOSED clear, decides. Context: any. May park: no. */
+static inline bool pass_open(struct wft_rwlock *rw, uint64_t v)
+{
+	if (v & WFT_RW_CLOSED)
+		return false;
+	/* relaxed: a hint written under qlock at each change of head
+	 * writer; a stale value moves the closing by the staleness only,
+	 * and the CAS on state expecting CLOSED clear is the decision */
+	return rw_us_within(rw_us(wft_now()), wft_load(&rw->wclose_us, relaxed), WFT_RW_PASS_US);
 }
 
 /*
@@ -580,20 +776,147 @@ static uint64_t wait_flags_locked(struct wft_rwlock *rw)
 	       (wft_waitq_empty(&rw->rq) ? 0 : WFT_RW_RWAIT);
 }
 
-/* Unlink a timed-out record and restore I2; if it was the last writer and
- * readers hold the lock, admit the readers queued behind it.
+/* Note the head writer's patience in wclose_us for the readers' lockless
+ * check ("Bounded pass"). Called whenever the head of wq may have
+ * changed. Locks: rw->qlock. */
+/* A writer's wait record: the common one (sw.since = when it first
+ * queued) and when it became the head writer (0: not yet). */
+struct rw_waiter {
+	struct wft_swaiter sw;
+	weft_time_t head_at;
+};
+
+#define rw_waiter_of(s) wft_container_of((s), struct rw_waiter, sw)
+
+/* When writer record sw's patience ends: WFT_RW_PASS_US after it became
+ * the head, but no later than WFT_RW_STARVE_US after it queued.
  * Locks: rw->qlock. */
+static weft_time_t patience_end_locked(const struct wft_swaiter *sw)
+{
+	weft_time_t a = rw_waiter_of(sw)->head_at + (weft_time_t)WFT_RW_PASS_US * 1000;
+	weft_time_t b = sw->since + (weft_time_t)WFT_RW_STARVE_US * 1000;
+
+	return a < b ? a : b;
+}
+
+static void wclose_update_locked(struct wft_rwlock *rw)
+{
+	struct wft_swaiter *head = wft_waitq_first(&rw->wq);
+
+	/* relaxed: RETRY changes only under qlock, which we hold. While a
+	 * writer is in flight its clock still runs: it is the head. */
+	if (wft_load(&rw->state, relaxed) & WFT_RW_RETRY)
+		return;
+	/* relaxed: a hint for pass_open(); the decision is the CAS on state
+	 * that sets or expects CLOSED */
+	if (head && rw_waiter_of(head)->head_at == 0)
+		rw_waiter_of(head)->head_at = wft_now();
+	if (head)
+		wft_store(&rw->wclose_us, rw_us(patience_end_locked(head)), relaxed);
+}
+
+/* Has writer record sw waited its patience at time now? Locks: rw->qlock. */
+static bool writer_starved_locked(const struct wft_swaiter *sw, weft_time_t now)
+{
+	return now >= patience_end_locked(sw);
+}
+
+/* The head writer's turn came (the last read hold or the write hold is
+ * being released, the caller computes the new word): grant it the write
+ * hold if it has waited its patience or CLOSED is set (starved), else
+ * unlink it to retry ("Bounded pass"). Returns true if it was granted
+ * (the new word must carry WRITER), false if it will retry (the word must
+ * not). Nothing is done to the queue here; the caller applies the result
+ * with take_turn_locked() after its CAS succeeded.
+ * Locks: rw->qlock. */
+static bool turn_grants_locked(struct wft_rwlock *rw, uint64_t v)
+{
+	/* CLOSED: the pass is over; RETRY: one writer in flight already */
+	return (v & (WFT_RW_CLOSED | WFT_RW_RETRY)) ||
+	       writer_starved_locked(wft_waitq_first(&rw->wq), wft_now());
+}
+
+/* A writer woken to retry gives up (deadline) without taking rw or
+ * queueing again: clear RETRY (and CLOSED if no writer is left), and
+ * start the next head writer's clock. rw is held (or we would have taken
+ * it). If readers hold it and no writer is queued, admit the readers
+ * queued behind the closed pass now, as dequeue_locked() does for a
+ * queued writer that times out: otherwise they would wait for the last
+ * reader out, while new readers, with no writer waiting, join lockless
+ * and may keep the read phase going for ever (I3). If a writer holds,
+ * its unlock admits them. Locks: rw->qlock. */
+static void retry_leave_locked(struct wft_rwlock *rw, struct wft_wake_q *q)
+{
+	uint64_t v, nv, k = 0;
+
+	/* relaxed: acted on through the CAS */
+	v = wft_load(&rw->state, relaxed);
+	/* WRITER cannot appear meanwhile: lockless writers need a word of
+	 * 0, and RETRY is set until our CAS below */
+	if (!(v & WFT_RW_WRITER) && wft_waitq_empty(&rw->wq))
+		k = grant_readers_locked(rw, q);
+	for (;;) {
+		nv = (v & ~(WFT_RW_RETRY | WFT_RW_RWAIT)) | wait_flags_locked(rw);
+		if (wft_waitq_empty(&rw->wq))
+			nv &= ~WFT_RW_CLOSED;
+		nv += k * WFT_RW_READER;
+		/* acq_rel: admitted readers are granted a hold (acquire side
+		 * of the holders' releases, as in dequeue_locked); without
+		 * them only flags change. Lockless readers may come and go,
+		 * hence a CAS */
+		if (wft_cas(&rw->state, &v, nv, acq_rel))
+			break;
+	}
+	wclose_update_locked(rw);
+}
+
+/* Apply the head writer's turn decided by turn_grants_locked(): grant it
+ * or unlink it with RETRY, into q. Locks: rw->qlock. */
+static void take_turn_locked(struct wft_rwlock *rw, bool grant, struct wft_wake_q *q)
+{
+	struct wft_swaiter *sw;
+
+	if (grant) {
+		grant_writer_locked(rw, q);
+		/* the next head's clock starts (unless a writer is in flight:
+		 * its clock runs on) */
+		wclose_update_locked(rw);
+	} else {
+		/* in flight: still the head for the clock (wclose_us stays) */
+		sw = wft_waitq_pop_front(&rw->wq);
+		sw->w.result = WFT_SW_RETRY;
+		wft_wake_q_add(q, &sw->w);
+	}
+}
+
+/* The flags of the word after a turn: the queues' (I2), minus the head
+ * writer if it is leaving the queue. Locks: rw->qlock. */
+static uint64_t flags_after_turn_locked(struct wft_rwlock *rw)
+{
+	struct wft_swaiter *head = wft_waitq_first(&rw->wq);
+
+	return (head && wft_waitq_next(head) ? WFT_RW_WWAIT : 0) |
+	       (wft_waitq_empty(&rw->rq) ? 0 : WFT_RW_RWAIT);
+}
+
+/* Unlink a timed-out record and restore I2; if it was the last writer and
+ * readers hold the lock, admit the readers queued behind it. CLOSED stays
+ * while writers are queued (the next head inherits the closed pass: its
+ * own wait is at least as long). Locks: rw->qlock. */
 static void dequeue_locked(struct wft_rwlock *rw, struct wft_swaiter *sw, struct wft_wake_q *q)
 {
 	uint64_t v, nv, k = 0;
 
 	wft_waitq_remove(sw->kind == KIND_READ ? &rw->rq : &rw->wq, sw);
+	wclose_update_locked(rw);
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
-	if (!(v & WFT_RW_WRITER) && wft_waitq_empty(&rw->wq))
+	if (!(v & (WFT_RW_WRITER | WFT_RW_RETRY)) && wft_waitq_empty(&rw->wq))
 		k = grant_readers_locked(rw, q);
 	for (;;) {
 		nv = (v & ~(WFT_RW_WWAIT | WFT_RW_RWAIT)) | wait_flags_locked(rw);
+		if (wft_waitq_empty(&rw->wq) && !(v & WFT_RW_RETRY))
+			nv &= ~WFT_RW_CLOSED;
 		nv += k * WFT_RW_READER;
 		/* acq_rel: admitted readers are granted a hold (acquire side of
 		 * the holders' releases); lockless readers may be leaving at the
@@ -604,21 +927,21 @@ static void dequeue_locked(struct wft_rwlock *rw, struct wft_swaiter *sw, struct
 }
 
 /*
- * Queue as a reader or a writer and park until granted (see "Protocol").
- * Context: any. May park: yes.
- * Returns: 0, EAGAIN (reader count), ETIMEDOUT.
+ * Under qlock: take rw if kind may take it now, else queue sw ("Protocol",
+ * "Bounded pass"). retry: sw is a writer woken with RETRY (it was the head
+ * writer): it may take a free word even with waiter flags set, and it
+ * queues again at the head, keeping its since.
+ * Returns: 0 (taken), EINVAL, EAGAIN, ETIMEDOUT (deadline passed and rw
+ * is held), or -1 (queued: park).
+ * Context: any. May park: no. Locks: takes and drops rw->qlock.
  */
-__attribute__((noinline, cold))
-static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t deadline)
+static int take_or_queue(struct wft_rwlock *rw, struct wft_swaiter *sw, bool retry,
+			 weft_time_t deadline)
 {
 	struct wft_wake_q q = { 0 };
-	struct wft_swaiter sw;
+	int kind = sw->kind;
 	uint64_t v, flag;
-	int r;
 
-	wft_swaiter_init(&sw, id);
-	sw.kind = kind;
-	flag = kind == KIND_READ ? WFT_RW_RWAIT : WFT_RW_WWAIT;
 	wft_slock_lock(&rw->qlock);
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
@@ -627,7 +950,8 @@ static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t 
 			wft_slock_unlock(&rw->qlock);
 			return EINVAL;
 		}
-		if (kind == KIND_READ && !(v & (WFT_RW_WRITER | WFT_RW_WWAIT))) {
+		if (kind == KIND_READ && !(v & WFT_RW_WRITER) &&
+		    (!(v & WFT_RW_WPEND) || pass_open(rw, v))) {
 			if (readers(v) >= WFT_RW_MAX_READERS) {
 				wft_slock_unlock(&rw->qlock);
 				return EAGAIN;
@@ -639,23 +963,42 @@ static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t 
 			}
 			continue;
 		}
-		if (kind == KIND_WRITE && (v & ~WFT_RW_RWAIT) == 0) {
+		/* a new writer takes only a free word (queued writers go
+		 * first); a retrying one was the head: any word with no
+		 * holder. CLOSED is for readers: dropped, WRITER keeps them
+		 * out now */
+		if (kind == KIND_WRITE &&
+		    (retry ? !(v & WFT_RW_WRITER) && readers(v) == 0
+			   : (v & ~(WFT_RW_RWAIT | WFT_RW_CLOSED)) == 0)) {
 			/* acquire: pairs with the last holder's release */
-			if (wft_cas(&rw->state, &v, v | WFT_RW_WRITER, acquire)) {
+			if (wft_cas(&rw->state, &v,
+				    (v & ~(WFT_RW_CLOSED | WFT_RW_RETRY)) | WFT_RW_WRITER, acquire)) {
 				/* relaxed: see grant_writer_locked */
-				wft_store(&rw->wowner, id, relaxed);
+				wft_store(&rw->wowner, sw->id, relaxed);
+				if (retry)
+					wclose_update_locked(rw);
 				wft_slock_unlock(&rw->qlock);
 				return 0;
 			}
 			continue;
 		}
 		if (deadline != WEFT_TIME_INFINITE && wft_now() >= deadline) {
+			if (retry)
+				retry_leave_locked(rw, &q);
 			wft_slock_unlock(&rw->qlock);
+			wft_wake_q_flush(&q);
 			return ETIMEDOUT;
 		}
+		/* A reader that queues because the pass is over closes it,
+		 * so that the last reader out grants the writer. */
+		if (kind == KIND_READ)
+			flag = WFT_RW_RWAIT | (v & WFT_RW_WPEND ? WFT_RW_CLOSED : 0);
+		else
+			flag = WFT_RW_WWAIT;
 		/* relaxed: the RMW pairs with the releaser's CAS (argument
-		 * above); the record is published by qunlock */
-		if (wft_cas(&rw->state, &v, v | flag, relaxed))
+		 * above); the record is published by qunlock. A retrying
+		 * writer is back in the queue: RETRY goes */
+		if (wft_cas(&rw->state, &v, (v & ~(retry ? WFT_RW_RETRY : 0)) | flag, relaxed))
 			break;
 	}
 	/* A queued writer turns the bias off, so that new readers queue
@@ -664,26 +1007,65 @@ static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t 
 	/* relaxed test; seq_cst store: the StoreLoad of "Read bias" */
 	if (kind == KIND_WRITE && wft_load(&rw->bias, relaxed) == WFT_RW_BIAS_ON)
 		wft_store(&rw->bias, WFT_RW_BIAS_REVOKING, seq_cst);
-	wft_waitq_push_back(kind == KIND_READ ? &rw->rq : &rw->wq, &sw);
-	wft_slock_unlock(&rw->qlock);
-
-	r = wft_waiter_wait(&sw.w, deadline);
-	if (r == ETIMEDOUT) {
-		/* Safe even if a grant unlinked us since the deadline: a grant
-		 * gives us a hold that keeps destroy at EBUSY until we unlock
-		 * (see "Interleavings considered" above). */
-		wft_slock_lock(&rw->qlock);
-		if (sw.queued) {
-			dequeue_locked(rw, &sw, &q);
-			wft_slock_unlock(&rw->qlock);
-			wft_wake_q_flush(&q);
-			return ETIMEDOUT;
-		}
-		wft_slock_unlock(&rw->qlock);
-		/* Granted meanwhile: wait for the WOKEN store (wake_q.c I3). */
-		wft_waiter_wait(&sw.w, WEFT_TIME_INFINITE);
+	if (retry) {
+		wft_waitq_push_front(&rw->wq, sw);
+	} else {
+		sw->since = wft_now();
+		wft_waitq_push_back(kind == KIND_READ ? &rw->rq : &rw->wq, sw);
 	}
-	return 0;
+	if (kind == KIND_WRITE)
+		wclose_update_locked(rw);
+	wft_slock_unlock(&rw->qlock);
+	return -1;
+}
+
+/*
+ * Queue as a reader or a writer and park until granted, or, for a writer,
+ * until woken to retry (see "Protocol", "Bounded pass").
+ * Context: any. May park: yes.
+ * Returns: 0, EINVAL (destroyed), EAGAIN (reader count), ETIMEDOUT.
+ */
+__attribute__((noinline, cold))
+static int lock_slow(struct wft_rwlock *rw, int kind, uintptr_t id, weft_time_t deadline)
+{
+	struct wft_wake_q q = { 0 };
+	struct rw_waiter rww = { .head_at = 0 };
+	struct wft_swaiter *sw = &rww.sw;
+	bool retry = false;
+	int r;
+
+	wft_swaiter_init(sw, id);
+	sw->kind = kind;
+	for (;;) {
+		r = take_or_queue(rw, sw, retry, deadline);
+		if (r >= 0)
+			return r;
+		r = wft_waiter_wait(&sw->w, deadline);
+		if (r == ETIMEDOUT) {
+			/* Safe even if a grant unlinked us since the deadline: a
+			 * grant gives us a hold that keeps destroy at EBUSY until
+			 * we unlock (see "Interleavings considered" above); a
+			 * RETRY obliges us to try once more, below. */
+			wft_slock_lock(&rw->qlock);
+			if (sw->queued) {
+				dequeue_locked(rw, sw, &q);
+				wft_slock_unlock(&rw->qlock);
+				wft_wake_q_flush(&q);
+				return ETIMEDOUT;
+			}
+			wft_slock_unlock(&rw->qlock);
+			/* Unlinked meanwhile: wait for the WOKEN store (wake_q.c I3). */
+			wft_waiter_wait(&sw->w, WEFT_TIME_INFINITE);
+		}
+		if (sw->w.result == WFT_SW_GRANTED)
+			return 0;
+		/* RETRY: the last holder left and unlinked us without a grant.
+		 * We must try again, and take the lock if it is free even past
+		 * our deadline ("Bounded pass": nobody else is obliged to). */
+		WFT_ASSERT(sw->w.result == WFT_SW_RETRY && kind == KIND_WRITE);
+		wft_waiter_init(&sw->w);
+		retry = true;
+	}
 }
 
 static void wrunlock_slow(struct wft_rwlock *rw);
@@ -755,7 +1137,7 @@ static int revoke(struct wft_rwlock *rw, struct weft_thread *self, weft_time_t d
 {
 	unsigned col = rw_col(rw);
 	uint64_t tag = rw_tag(rw);
-	uint64_t backoff = WFT_RW_DRAIN_SLEEP_MIN_NS;
+	uint64_t backoff = WFT_RW_DRAIN_SLEEP_MIN_NS, inhibit;
 	weft_time_t start, end;
 
 	/* relaxed: every store of ON was made under a read hold released
@@ -792,7 +1174,10 @@ static int revoke(struct wft_rwlock *rw, struct weft_thread *self, weft_time_t d
 	 * reader that reads OFF takes the slow path, no ordering needed */
 	wft_store(&rw->bias, WFT_RW_BIAS_OFF, relaxed);
 	/* relaxed: a hint for rebias() */
-	wft_store(&rw->rebias_at, end + WFT_RW_INHIBIT_MULT * (end - start), relaxed);
+	inhibit = WFT_RW_INHIBIT_MULT * (end - start) / 1000;
+	if (inhibit > WFT_RW_INHIBIT_MAX_US)
+		inhibit = WFT_RW_INHIBIT_MAX_US;
+	wft_store(&rw->rebias_us, rw_us(end) + (uint32_t)inhibit, relaxed);
 	return 0;
 }
 
@@ -810,14 +1195,17 @@ static int rdlock_common(weft_rwlock_t *prw, weft_time_t deadline, bool try)
 	id = wft_lock_self_id(&self);
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
-	while (!(v & (WFT_RW_WRITER | WFT_RW_WWAIT))) {
+	while (!(v & WFT_RW_WRITER) && (!(v & WFT_RW_WPEND) || pass_open(rw, v))) {
 		if (readers(v) >= WFT_RW_MAX_READERS)
 			return EAGAIN;
 		/* acquire: the read section must see the last writer's
-		 * section; pairs with the release in the writer's unlock */
+		 * section; pairs with the release in the writer's unlock.
+		 * With WWAIT set this is the bounded pass: the CAS expects
+		 * CLOSED clear ("Bounded pass") */
 		if (wft_cas_weak(&rw->state, &v, v + WFT_RW_READER, acquire)) {
-			/* relaxed: a hint; see rebias() */
-			if (wft_feat(RW_BIAS) &&
+			/* relaxed: a hint; see rebias() (not while a writer
+			 * waits: it turned the bias off, I6) */
+			if (wft_feat(RW_BIAS) && !(v & WFT_RW_WPEND) &&
 			    wft_load(&rw->bias, relaxed) != WFT_RW_BIAS_ON)
 				rebias(rw);
 			return 0;
@@ -928,46 +1316,64 @@ int weft_rwlock_timedwrlock(weft_rwlock_t *rw, weft_time_t deadline)
 	return wrlock_common(rw, deadline, false);
 }
 
-/* Writer unlock with waiters: start a read phase or hand to the next
- * writer. Context: any; the caller is the writer and has cleared wowner. */
+/* Writer unlock with waiters: start a read phase, or give the head writer
+ * its turn (a grant if it is starved, else a wake to retry: "Bounded
+ * pass"). Context: any; the caller is the writer and has cleared wowner. */
 static void wrunlock_slow(struct wft_rwlock *rw)
 {
 	struct wft_wake_q q = { 0 };
-	uint64_t nv, k;
+	uint64_t v, nv, k;
+	bool grant;
 
 	wft_slock_lock(&rw->qlock);
+	/* relaxed: we hold WRITER, so only qlock holders change the word
+	 * (I4), and we hold qlock */
+	v = wft_load(&rw->state, relaxed);
 	k = grant_readers_locked(rw, &q);
 	if (k) {
 		nv = k * WFT_RW_READER;
 	} else if (!wft_waitq_empty(&rw->wq)) {
-		grant_writer_locked(rw, &q);
-		nv = WFT_RW_WRITER;
+		grant = turn_grants_locked(rw, v);
+		nv = grant ? WFT_RW_WRITER : WFT_RW_RETRY;
+		take_turn_locked(rw, grant, &q);
 	} else {
 		nv = 0;
 	}
-	nv |= wait_flags_locked(rw);
+	/* a writer in flight stays in flight */
+	nv |= wait_flags_locked(rw) | (v & WFT_RW_RETRY);
 	/* release: publishes the write section to the admitted holders (and
-	 * to lockless acquirers); a store is safe by I4 */
+	 * to lockless acquirers, and to a retrying writer's acquire CAS); a
+	 * store is safe by I4. CLOSED is dropped: a new phase starts. */
 	wft_store(&rw->state, nv, release);
 	wft_slock_unlock(&rw->qlock);
 	wft_wake_q_flush(&q);
 }
 
-/* Last reader out with waiters: hand to the head writer. Nothing is
- * granted before the CAS that releases our hold succeeds (lockless readers
- * may leave meanwhile and make it fail). Context: any; the caller holds a
- * read hold. */
+/* Last reader out with waiters: give the head writer its turn (a grant if
+ * it is starved, else a wake to retry: "Bounded pass"). Nothing is done
+ * to the queue before the CAS that releases our hold succeeds (lockless
+ * readers may leave or pass meanwhile and make it fail). Context: any; the
+ * caller holds a read hold. */
 static void rdunlock_slow(struct wft_rwlock *rw)
 {
 	struct wft_wake_q q = { 0 };
 	struct wft_swaiter *sw;
 	uint64_t v, nv, k;
+	bool grant = false;
 
 	wft_slock_lock(&rw->qlock);
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
+	/* CLOSED changes only under qlock (take_or_queue, the grants), which
+	 * we hold, and the head writer's wait only grows: decided once */
+	if (!wft_waitq_empty(&rw->wq))
+		grant = turn_grants_locked(rw, v);
 	for (;;) {
-		if (readers(v) > 1) {
+		/* Not the last, or the readers queued behind the closed pass
+		 * wait for the writer in flight (it takes the lock, or queues
+		 * again and is granted, and admits them at its unlock) */
+		if (readers(v) > 1 ||
+		    (wft_waitq_empty(&rw->wq) && (v & WFT_RW_RETRY))) {
 			/* release: publishes our read section */
 			if (wft_cas(&rw->state, &v, v - WFT_RW_READER, release))
 				break;
@@ -975,17 +1381,22 @@ static void rdunlock_slow(struct wft_rwlock *rw)
 		}
 		sw = wft_waitq_first(&rw->wq);
 		if (sw) {
-			/* Writers wait (WWAIT set: no reader can join now). */
-			nv = WFT_RW_WRITER | (wft_waitq_next(sw) ? WFT_RW_WWAIT : 0) |
-			     (wft_waitq_empty(&rw->rq) ? 0 : WFT_RW_RWAIT);
+			/* Granted: WRITER (no reader can join). Retry: a free
+			 * word, with WWAIT if more writers wait; readers may
+			 * pass again until the retrying writer takes it. */
+			nv = (grant ? WFT_RW_WRITER : WFT_RW_RETRY) | (v & WFT_RW_RETRY) |
+			     flags_after_turn_locked(rw);
 			/* acq_rel: release orders our read section before the
 			 * writer's; acquire takes in the release sequence of
 			 * the readers that left before us (their decrements),
 			 * so their sections (and I6's store of ON) are ordered
-			 * before the writer's too: the writer synchronises only
-			 * with us, through the grant */
+			 * before the writer's too: a granted writer
+			 * synchronises only with us, through the grant (a
+			 * retrying one through its own acquire CAS, which
+			 * reads this value or a later one in its release
+			 * sequence) */
 			if (wft_cas(&rw->state, &v, nv, acq_rel)) {
-				grant_writer_locked(rw, &q);
+				take_turn_locked(rw, grant, &q);
 				break;
 			}
 			continue;

@@ -32,6 +32,9 @@ enum {
 	WFT_SW_RELOCK,        /* mutex: a cond signal could not queue us on the
 	                       * mutex (store mode, mutex.c "Unlock mode"):
 	                       * lock it afresh */
+	WFT_SW_RETRY,         /* rwlock: a writer's turn came before its
+	                       * patience ran out; it was unlinked and must
+	                       * try again (rwlock.c "Bounded pass") */
 };
 
 /* sw->claim: who decides the fate of a queued record whose owner may time

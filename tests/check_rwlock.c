@@ -20,6 +20,14 @@
  *            apart.
  *            Each runs with the bias on and off (NO_RW_BIAS), in every
  *            worker configuration.
+ * pass       the bounded reader pass (rwlock.c "Bounded pass"): readers
+ *            pass a queued writer during its patience and queue after it;
+ *            a writer under a storm of overlapping readers gets in within
+ *            a bound; a writer woken to retry that times out admits the
+ *            readers queued behind the closed pass.
+ * retry_stress  no lost wakeup on the writers' retry path at 16 workers,
+ *            weft and OS threads, timed and try forms (seeded, bounded by
+ *            WEFT_STRESS_SECONDS).
  */
 #include "tests/sync_common.h"
 
@@ -1072,6 +1080,442 @@ START_TEST(test_bias_self_write)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* pass: the bounded reader pass (rwlock.c "Bounded pass") */
+
+/* Readers pass a queued writer while its patience (about 1 ms) lasts,
+ * and queue once it is over. One worker, so the steps are ordered by the
+ * scheduler: the holder spawns a writer on its worker and yields until
+ * the writer has run into wrlock and parked (queued behind the holder's
+ * hold in the word); then a further read hold is a pass (with the earlier phase-fair rule it was EBUSY). After sleeping
+ * 5 ms (the writer stays parked) the pass is over: EBUSY. A round whose
+ * worker the kernel stopped for more than the patience between the two
+ * steps cannot show the pass, so there are up to 5 rounds, and one pass
+ * is required; the closing is required in every round. */
+struct passw {
+	weft_rwlock_t rw;
+	_Atomic int started, done;
+	_Atomic uint64_t wait_ns;
+};
+
+static void *passw_writer(void *arg)
+{
+	struct passw *p = arg;
+	weft_time_t t0;
+
+	atomic_store(&p->started, 1);
+	t0 = weft_now_ns();
+	WT_CHECK(weft_rwlock_wrlock(&p->rw) == 0);
+	atomic_store(&p->wait_ns, weft_now_ns() - t0);
+	WT_CHECK(weft_rwlock_unlock(&p->rw) == 0);
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+struct pass_result {
+	int passed, closed, rounds;
+};
+
+static void *pass_holder(void *arg)
+{
+	struct pass_result *res = arg;
+
+	for (int round = 0; round < 5 && res->passed == 0; round++) {
+		struct passw p = { .rw = WEFT_RWLOCK_INITIALIZER };
+		weft_thread_t w;
+		int rc;
+
+		res->rounds++;
+		rw_warm(&p.rw);
+		/* two holds: with the bias on the first is counted in a slot,
+		 * which a writer drains while it holds WRITER (no queue, no
+		 * pass); the second is in the word, so the writer queues */
+		WT_CHECK(weft_rwlock_rdlock(&p.rw) == 0);
+		WT_CHECK(weft_rwlock_rdlock(&p.rw) == 0);
+		WT_CHECK(weft_spawn(&w, passw_writer, &p, NULL) == 0);
+		while (!atomic_load(&p.started))
+			weft_yield();
+		/* one worker: the writer ran until it parked in wrlock */
+		WT_CHECK(!atomic_load(&p.done));
+		rc = weft_rwlock_tryrdlock(&p.rw);
+		if (rc == 0) {
+			res->passed++;
+			WT_CHECK(weft_rwlock_unlock(&p.rw) == 0);
+		}
+		weft_sleep_ns(5000000);
+		rc = weft_rwlock_tryrdlock(&p.rw);
+		if (rc == EBUSY)
+			res->closed++;
+		else if (rc == 0)
+			WT_CHECK(weft_rwlock_unlock(&p.rw) == 0);
+		WT_CHECK(weft_rwlock_unlock(&p.rw) == 0);
+		WT_CHECK(weft_rwlock_unlock(&p.rw) == 0);   /* grants the writer */
+		WT_CHECK(weft_join(w, NULL) == 0);
+		WT_CHECK(atomic_load(&p.done));
+		WT_CHECK(weft_rwlock_destroy(&p.rw) == 0);
+	}
+	return NULL;
+}
+
+START_TEST(test_pass_open)
+{
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	struct pass_result res = { 0 };
+	weft_thread_t t;
+
+	snprintf(rw_feats, sizeof(rw_feats), "%s%s%s", wt_features ? wt_features : "",
+		 wt_features && _i ? "," : "", _i ? "NO_RW_BIAS" : "");
+	cfg.workers = 1;
+	cfg.features = rw_feats[0] ? rw_feats : NULL;
+	ck_assert_int_eq(weft_init(&cfg), 0);
+	ck_assert_int_eq(weft_spawn(&t, pass_holder, &res, NULL), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_assert_no_failure();
+	printf("rwlock pass_open[%s]: %d rounds, passed in %d, closed after 5 ms in %d\n",
+	       _i ? "NO_RW_BIAS" : "bias", res.rounds, res.passed, res.closed);
+	ck_assert_int_ge(res.passed, 1);
+	ck_assert_int_eq(res.closed, res.rounds);
+	wt_shutdown();
+}
+END_TEST
+
+/* A writer woken to retry that gives up (deadline) while readers hold,
+ * with a reader queued behind the closed pass: no writer holds or waits
+ * any more, so the queued reader must be admitted at once, as when a
+ * queued writer times out (dequeue_locked), not only when the last
+ * reader leaves (which a stream of overlapping readers may put off for
+ * ever). One worker, so the steps are ordered: the holder H sends the
+ * writer W to retry (its turn comes before its patience), takes a read
+ * hold through the pass, waits past W's deadline and patience, lets an
+ * OS thread R queue behind the closed pass, then lets W run: W finds the
+ * lock held and times out. R must get in while H still holds. A round
+ * whose steps the kernel's scheduling disturbed is not counted; up to 5
+ * rounds, one must count. */
+struct rleave {
+	weft_rwlock_t rw;
+	_Atomic int w_started, w_done, w_rc;
+	_Atomic int r_started, r_got, r_release, r_done;
+};
+
+static void *rleave_writer(void *arg)
+{
+	struct rleave *p = arg;
+
+	atomic_store(&p->w_started, 1);
+	atomic_store(&p->w_rc, weft_rwlock_timedwrlock(&p->rw, sc_ms(3)));
+	if (atomic_load(&p->w_rc) == 0)
+		WT_CHECK(weft_rwlock_unlock(&p->rw) == 0);
+	atomic_store(&p->w_done, 1);
+	return NULL;
+}
+
+static void *rleave_reader(void *arg)
+{
+	struct rleave *p = arg;
+
+	atomic_store(&p->r_started, 1);
+	WT_CHECK(weft_rwlock_rdlock(&p->rw) == 0);
+	atomic_store(&p->r_got, 1);
+	while (!atomic_load(&p->r_release))
+		usleep(100);
+	WT_CHECK(weft_rwlock_unlock(&p->rw) == 0);
+	atomic_store(&p->r_done, 1);
+	return NULL;
+}
+
+struct rleave_result {
+	int rounds, counted, admitted;
+};
+
+static void *rleave_holder(void *arg)
+{
+	struct rleave_result *res = arg;
+
+	for (int round = 0; round < 5 && res->counted == 0; round++) {
+		struct rleave p = { .rw = WEFT_RWLOCK_INITIALIZER };
+		weft_thread_t w;
+		pthread_t r;
+		bool ok = true;
+
+		res->rounds++;
+		rw_warm(&p.rw);
+		/* two holds: with the bias on the first is in a slot, the
+		 * second in the word, so that the writer queues (its unlock
+		 * below gives the turn) */
+		WT_CHECK(weft_rwlock_rdlock(&p.rw) == 0);
+		WT_CHECK(weft_rwlock_rdlock(&p.rw) == 0);
+		WT_CHECK(weft_spawn(&w, rleave_writer, &p, NULL) == 0);
+		while (!atomic_load(&p.w_started))
+			weft_yield();
+		/* one worker: W ran until it parked in the queue. Our last
+		 * hold out gives it its turn before its patience: retry */
+		WT_CHECK(weft_rwlock_unlock(&p.rw) == 0);
+		WT_CHECK(weft_rwlock_unlock(&p.rw) == 0);
+		/* W is runnable, not running: we pass it */
+		if (weft_rwlock_tryrdlock(&p.rw) != 0) {
+			ok = false;
+			goto finish;
+		}
+		/* past W's deadline (3 ms) and patience (1 ms), not yielding */
+		sc_spin_ns(5000000);
+		WT_CHECK(pthread_create(&r, NULL, rleave_reader, &p) == 0);
+		while (!atomic_load(&p.r_started))
+			;
+		sc_spin_ns(30000000);   /* R queues behind the closed pass */
+		if (atomic_load(&p.r_got))
+			ok = false;
+		while (!atomic_load(&p.w_done))
+			weft_yield();   /* W: lock held, deadline past */
+		if (atomic_load(&p.w_rc) != ETIMEDOUT)
+			ok = false;
+		/* no writer holds or waits: R must get in while we hold */
+		for (int i = 0; i < 500 && !atomic_load(&p.r_got); i++)
+			sc_sleep_ms(1);
+		if (ok) {
+			res->counted++;
+			res->admitted += atomic_load(&p.r_got);
+		}
+		WT_CHECK(weft_rwlock_unlock(&p.rw) == 0);
+		atomic_store(&p.r_release, 1);
+		while (!atomic_load(&p.r_done))
+			sc_sleep_ms(1);
+		WT_CHECK(pthread_join(r, NULL) == 0);
+finish:
+		WT_CHECK(weft_join(w, NULL) == 0);
+		WT_CHECK(weft_rwlock_destroy(&p.rw) == 0);
+	}
+	return NULL;
+}
+
+START_TEST(test_retry_leave_admits)
+{
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	struct rleave_result res = { 0 };
+	weft_thread_t t;
+
+	snprintf(rw_feats, sizeof(rw_feats), "%s%s%s", wt_features ? wt_features : "",
+		 wt_features && _i ? "," : "", _i ? "NO_RW_BIAS" : "");
+	cfg.workers = 1;
+	cfg.features = rw_feats[0] ? rw_feats : NULL;
+	ck_assert_int_eq(weft_init(&cfg), 0);
+	ck_assert_int_eq(weft_spawn(&t, rleave_holder, &res, NULL), 0);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	wt_assert_no_failure();
+	printf("rwlock retry_leave_admits[%s]: %d rounds, %d counted, reader admitted in %d\n",
+	       _i ? "NO_RW_BIAS" : "bias", res.rounds, res.counted, res.admitted);
+	ck_assert_int_ge(res.counted, 1);
+	ck_assert_int_eq(res.admitted, res.counted);
+	wt_shutdown();
+}
+END_TEST
+
+/* A writer under a storm of readers that always overlap (each holds for
+ * 20 us and yields while holding, so some reader holds at every moment)
+ * gets in: readers pass it for its patience, then queue, and the last
+ * one out grants it. 20 writes, each timed with a 2 s deadline (a pass
+ * with no bound never lets the writer in: ETIMEDOUT); the median wait must
+ * stay under 50 ms (about 1 ms here on an idle machine; the rest is room
+ * for a loaded host). The writer is a weft thread, then an OS thread. */
+struct storm {
+	weft_rwlock_t rw;
+	_Atomic int stop, started, readers, writer_os;
+	_Atomic int timedout;
+	uint64_t wait_ns[20];
+	int nwrites;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void storm_writer(struct storm *s)
+{
+	while (atomic_load(&s->started) < 4)
+		sc_sleep_ms(1);
+	sc_sleep_ms(5);
+	for (int i = 0; i < 20; i++) {
+		weft_time_t t0 = weft_now_ns();
+		int rc = weft_rwlock_timedwrlock(&s->rw, t0 + 2000000000ull);
+
+		if (rc == ETIMEDOUT) {
+			atomic_fetch_add(&s->timedout, 1);
+			continue;
+		}
+		WT_CHECK(rc == 0);
+		s->wait_ns[s->nwrites++] = weft_now_ns() - t0;
+		WT_CHECK(atomic_load(&s->readers) == 0);
+		WT_CHECK(weft_rwlock_unlock(&s->rw) == 0);
+		sc_sleep_ms(2);
+	}
+	atomic_store(&s->stop, 1);
+}
+
+static void storm_body(int idx, void *arg)
+{
+	struct storm *s = arg;
+	/* the writer: weft idx 0, or the OS thread (the last idx) */
+	bool writer = atomic_load(&s->writer_os) ? idx == 6 : idx == 0;
+
+	if (writer) {
+		storm_writer(s);
+		return;
+	}
+	atomic_fetch_add(&s->started, 1);
+	while (!atomic_load(&s->stop)) {
+		WT_CHECK(weft_rwlock_rdlock(&s->rw) == 0);
+		atomic_fetch_add(&s->readers, 1);
+		sc_spin_ns(20000);
+		weft_yield();            /* holding: the others overlap */
+		atomic_fetch_sub(&s->readers, 1);
+		WT_CHECK(weft_rwlock_unlock(&s->rw) == 0);
+	}
+}
+
+START_TEST(test_pass_bounded)
+{
+	struct storm *s = calloc(1, sizeof(*s));
+	uint64_t med;
+
+	ck_assert_ptr_nonnull(s);
+	rw_init(_i);
+	for (int os = 0; os < 2; os++) {
+		memset(s, 0, sizeof(*s));
+		atomic_store(&s->writer_os, os);
+		rw_warm(&s->rw);
+		sc_run(6, 1, storm_body, s);
+		wt_assert_no_failure();
+		qsort(s->wait_ns, (size_t)s->nwrites, sizeof(s->wait_ns[0]), cmp_u64);
+		med = s->nwrites ? s->wait_ns[s->nwrites / 2] : UINT64_MAX;
+		printf("rwlock pass_bounded[%s, %s, %s writer]: %d writes, %d timed out, "
+		       "median wait %.3f ms, max %.3f ms\n",
+		       wt_configs[_i % wt_nconfigs].name, rw_name(_i), os ? "OS" : "weft",
+		       s->nwrites, atomic_load(&s->timedout), med / 1e6,
+		       s->nwrites ? s->wait_ns[s->nwrites - 1] / 1e6 : 0.0);
+		int timedout = atomic_load(&s->timedout);
+
+		ck_assert_int_eq(timedout, 0);
+		ck_assert_int_eq(s->nwrites, 20);
+		ck_assert_uint_lt(med, 50000000ull);
+		ck_assert_int_eq(weft_rwlock_destroy(&s->rw), 0);
+	}
+	free(s);
+	wt_shutdown();
+}
+END_TEST
+
+/* No lost wakeup on the retry path, at 16 workers (oversubscribed here):
+ * weft and OS threads mix reads, writes, timed and try forms with short
+ * and long holds for WEFT_STRESS_SECONDS (seeded: WEFT_TEST_SEED). Every
+ * blocking call has a 10 s deadline: a writer woken to retry that nobody
+ * lets in again, or a reader left queued behind a writer that left, shows
+ * as ETIMEDOUT on a long deadline. Exclusion and the exact write count are
+ * checked too. */
+struct rstress {
+	weft_rwlock_t rw;
+	_Atomic int readers, writers, stop;
+	long counter;             /* written under the write hold */
+	_Atomic long writes, reads, timeouts_short, lost;
+	uint64_t seed;
+};
+
+static void rstress_body(int idx, void *arg)
+{
+	struct rstress *s = arg;
+	uint64_t rng = s->seed * 0x9e3779b97f4a7c15ull + (uint64_t)idx + 1;
+
+	while (!atomic_load(&s->stop)) {
+		uint64_t r = wt_rand(&rng);
+		int op = (int)(r % 100), rc;
+		bool write = op < 15 || (op >= 95 && op < 98);
+		bool shortdl = op >= 90;        /* timed with a deadline that may pass */
+		weft_time_t dl = weft_now_ns() + (shortdl ? (r >> 8) % 200000 : 10000000000ull);
+
+		if (op >= 98)
+			rc = write ? weft_rwlock_trywrlock(&s->rw) : weft_rwlock_tryrdlock(&s->rw);
+		else if (write)
+			rc = weft_rwlock_timedwrlock(&s->rw, dl);
+		else
+			rc = weft_rwlock_timedrdlock(&s->rw, dl);
+		if (rc == EBUSY && op >= 98)
+			continue;
+		if (rc == ETIMEDOUT) {
+			if (shortdl)
+				atomic_fetch_add(&s->timeouts_short, 1);
+			else
+				atomic_fetch_add(&s->lost, 1);
+			continue;
+		}
+		WT_CHECK(rc == 0);
+		if (write) {
+			WT_CHECK(atomic_fetch_add(&s->writers, 1) == 0);
+			WT_CHECK(atomic_load(&s->readers) == 0);
+			long c = s->counter;
+			if (r & (1u << 20))
+				weft_yield();
+			sc_spin_ns((r >> 24) % 3000);
+			s->counter = c + 1;
+			atomic_fetch_add(&s->writes, 1);
+			WT_CHECK(atomic_fetch_sub(&s->writers, 1) == 1);
+		} else {
+			atomic_fetch_add(&s->readers, 1);
+			WT_CHECK(atomic_load(&s->writers) == 0);
+			sc_spin_ns((r >> 24) % 3000);
+			if (r & (1u << 21))
+				weft_yield();
+			WT_CHECK(atomic_load(&s->writers) == 0);
+			atomic_fetch_sub(&s->readers, 1);
+			atomic_fetch_add(&s->reads, 1);
+		}
+		WT_CHECK(weft_rwlock_unlock(&s->rw) == 0);
+		if (r & (1u << 22))
+			weft_yield();
+	}
+}
+
+static void *rstress_timer(void *arg)
+{
+	struct rstress *s = arg;
+
+	weft_sleep_ns((uint64_t)(wt_stress_seconds() * 1e9));
+	atomic_store(&s->stop, 1);
+	return NULL;
+}
+
+START_TEST(test_retry_stress)
+{
+	struct rstress *s = calloc(1, sizeof(*s));
+	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
+	weft_thread_t timer;
+
+	ck_assert_ptr_nonnull(s);
+	snprintf(rw_feats, sizeof(rw_feats), "%s%s%s", wt_features ? wt_features : "",
+		 wt_features && _i ? "," : "", _i ? "NO_RW_BIAS" : "");
+	cfg.workers = 16;
+	cfg.features = rw_feats[0] ? rw_feats : NULL;
+	ck_assert_int_eq(weft_init(&cfg), 0);
+	s->seed = wt_seed();
+	ck_assert_int_eq(weft_spawn(&timer, rstress_timer, s, NULL), 0);
+	sc_run(48, 4, rstress_body, s);
+	ck_assert_int_eq(weft_join(timer, NULL), 0);
+	wt_assert_no_failure();
+	printf("rwlock retry_stress[16 workers, %s]: seed=%llu reads=%ld writes=%ld "
+	       "short timeouts=%ld lost=%ld\n", _i ? "NO_RW_BIAS" : "bias",
+	       (unsigned long long)s->seed, atomic_load(&s->reads), atomic_load(&s->writes),
+	       atomic_load(&s->timeouts_short), atomic_load(&s->lost));
+	long lost = atomic_load(&s->lost), writes = atomic_load(&s->writes);
+
+	ck_assert_int_eq(lost, 0);
+	ck_assert_int_eq(s->counter, writes);
+	ck_assert_int_gt(writes, 0);     /* under TSan 1 s gives ~10 */
+	ck_assert_int_eq(weft_rwlock_destroy(&s->rw), 0);
+	free(s);
+	wt_shutdown();
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -1108,6 +1552,12 @@ static Suite *rwlock_suite(void)
 	tcase_add_loop_test(tc, test_bias_self_write, 0, 2 * wt_nconfigs);
 	tc = wt_tcase(s, "bias_writer", 60);
 	tcase_add_loop_test(tc, test_bias_writer_bounded, 0, 2 * wt_nconfigs);
+	tc = wt_tcase(s, "pass", 120);
+	tcase_add_loop_test(tc, test_pass_open, 0, 2);
+	tcase_add_loop_test(tc, test_retry_leave_admits, 0, 2);
+	tcase_add_loop_test(tc, test_pass_bounded, 0, 2 * wt_nconfigs);
+	tc = wt_tcase(s, "retry_stress", 3 * 2 + 30);
+	tcase_add_loop_test(tc, test_retry_stress, 0, 2);
 	return s;
 }
 

@@ -233,10 +233,13 @@ WEFT_API int weft_sem_getvalue(weft_sem_t *s, int *v);
 WEFT_API int weft_sem_destroy(weft_sem_t *s);
 
 /* ---------------------------------------------------------------------- */
-/* Reader-writer lock, phase-fair: readers share it without serialising on
- * an internal lock; once a writer waits, new readers queue behind it (writers
- * cannot starve), and a writer's unlock admits every queued reader before the
- * next writer (readers cannot starve either). Not recursive for writers.
+/* Reader-writer lock, phase-fair with a bounded reader pass: readers share
+ * it without serialising on an internal lock; readers that arrive while a
+ * writer waits still join the current read phase until that writer has
+ * waited about 1 ms as the first writer in line, then they queue behind it
+ * (writers cannot starve), and a writer's unlock admits every queued reader
+ * before the next writer (readers cannot starve either). Not recursive for
+ * writers.
  * Read-biased: while no writer has used the lock lately, a read lock and
  * unlock write only a counter in the reader's worker's row of a process-wide
  * table, not the lock (WEFT_FEATURES=NO_RW_BIAS turns this off); a writer
@@ -253,7 +256,8 @@ typedef struct weft_rwlock {
  * or EINVAL (rw NULL). Context: any; no concurrent use of rw. */
 WEFT_API int weft_rwlock_init(weft_rwlock_t *rw);
 /* Take a read hold, sharing rw with other readers; waits while a writer
- * holds it or waits for it. Returns 0, EINVAL (rw NULL), EDEADLK (the
+ * holds it, or while a writer has waited for it past its patience (about
+ * 1 ms). Returns 0, EINVAL (rw NULL), EDEADLK (the
  * caller holds it for writing), EAGAIN (the reader count would overflow).
  * Context: any. May park: yes. */
 WEFT_API int weft_rwlock_rdlock(weft_rwlock_t *rw);
@@ -265,7 +269,7 @@ WEFT_API int weft_rwlock_rdlock(weft_rwlock_t *rw);
  * Context: any. May park: yes. */
 WEFT_API int weft_rwlock_wrlock(weft_rwlock_t *rw);
 /* Take a read hold if that needs no wait. Returns 0, EINVAL (rw NULL),
- * EBUSY (a writer holds it or waits), EAGAIN (the reader count would
+ * EBUSY (a writer holds it, or waits for it past its patience), EAGAIN (the reader count would
  * overflow). Context: any. May park: no. */
 WEFT_API int weft_rwlock_tryrdlock(weft_rwlock_t *rw);
 /* Take the write hold if nobody holds rw. Returns 0, EINVAL (rw NULL),
