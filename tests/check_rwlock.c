@@ -524,20 +524,25 @@ END_TEST
  * off (NO_RW_BIAS) for the second half. */
 static char rw_feats[256];
 
-static void rw_init(int i)
+/* Start the runtime: workers, pin, and WEFT_FEATURES' switches plus
+ * NO_RW_BIAS when nobias. */
+static void rw_start(int workers, int pin, bool nobias)
 {
 	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	const struct wt_config *c = &wt_configs[i % wt_nconfigs];
 
-	if (i >= wt_nconfigs)
-		snprintf(rw_feats, sizeof(rw_feats), "%s%sNO_RW_BIAS", wt_features ? wt_features : "",
-			 wt_features ? "," : "");
-	else
-		snprintf(rw_feats, sizeof(rw_feats), "%s", wt_features ? wt_features : "");
-	cfg.workers = c->workers;
-	cfg.pin = c->pin;
+	snprintf(rw_feats, sizeof(rw_feats), "%s%s%s", wt_features ? wt_features : "",
+		 wt_features && nobias ? "," : "", nobias ? "NO_RW_BIAS" : "");
+	cfg.workers = workers;
+	cfg.pin = pin;
 	cfg.features = rw_feats[0] ? rw_feats : NULL;
 	ck_assert_int_eq(weft_init(&cfg), 0);
+}
+
+static void rw_init(int i)
+{
+	const struct wt_config *c = &wt_configs[i % wt_nconfigs];
+
+	rw_start(c->workers, c->pin, i >= wt_nconfigs);
 }
 
 static const char *rw_name(int i)
@@ -1157,20 +1162,22 @@ static void *pass_holder(void *arg)
 	return NULL;
 }
 
-START_TEST(test_pass_open)
+/* One worker (the steps of a pass test are ordered by it): run fn(res). */
+static void run_on_one_worker(void *(*fn)(void *), void *res, bool nobias)
 {
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
-	struct pass_result res = { 0 };
 	weft_thread_t t;
 
-	snprintf(rw_feats, sizeof(rw_feats), "%s%s%s", wt_features ? wt_features : "",
-		 wt_features && _i ? "," : "", _i ? "NO_RW_BIAS" : "");
-	cfg.workers = 1;
-	cfg.features = rw_feats[0] ? rw_feats : NULL;
-	ck_assert_int_eq(weft_init(&cfg), 0);
-	ck_assert_int_eq(weft_spawn(&t, pass_holder, &res, NULL), 0);
+	rw_start(1, 0, nobias);
+	ck_assert_int_eq(weft_spawn(&t, fn, res, NULL), 0);
 	ck_assert_int_eq(weft_join(t, NULL), 0);
 	wt_assert_no_failure();
+}
+
+START_TEST(test_pass_open)
+{
+	struct pass_result res = { 0 };
+
+	run_on_one_worker(pass_holder, &res, _i);
 	printf("rwlock pass_open[%s]: %d rounds, passed in %d, closed after 5 ms in %d\n",
 	       _i ? "NO_RW_BIAS" : "bias", res.rounds, res.passed, res.closed);
 	ck_assert_int_ge(res.passed, 1);
@@ -1289,18 +1296,9 @@ finish:
 
 START_TEST(test_retry_leave_admits)
 {
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 	struct rleave_result res = { 0 };
-	weft_thread_t t;
 
-	snprintf(rw_feats, sizeof(rw_feats), "%s%s%s", wt_features ? wt_features : "",
-		 wt_features && _i ? "," : "", _i ? "NO_RW_BIAS" : "");
-	cfg.workers = 1;
-	cfg.features = rw_feats[0] ? rw_feats : NULL;
-	ck_assert_int_eq(weft_init(&cfg), 0);
-	ck_assert_int_eq(weft_spawn(&t, rleave_holder, &res, NULL), 0);
-	ck_assert_int_eq(weft_join(t, NULL), 0);
-	wt_assert_no_failure();
+	run_on_one_worker(rleave_holder, &res, _i);
 	printf("rwlock retry_leave_admits[%s]: %d rounds, %d counted, reader admitted in %d\n",
 	       _i ? "NO_RW_BIAS" : "bias", res.rounds, res.counted, res.admitted);
 	ck_assert_int_ge(res.counted, 1);
@@ -1487,15 +1485,10 @@ static void *rstress_timer(void *arg)
 START_TEST(test_retry_stress)
 {
 	struct rstress *s = calloc(1, sizeof(*s));
-	weft_config_t cfg = WEFT_CONFIG_INITIALIZER;
 	weft_thread_t timer;
 
 	ck_assert_ptr_nonnull(s);
-	snprintf(rw_feats, sizeof(rw_feats), "%s%s%s", wt_features ? wt_features : "",
-		 wt_features && _i ? "," : "", _i ? "NO_RW_BIAS" : "");
-	cfg.workers = 16;
-	cfg.features = rw_feats[0] ? rw_feats : NULL;
-	ck_assert_int_eq(weft_init(&cfg), 0);
+	rw_start(16, 0, _i);
 	s->seed = wt_seed();
 	ck_assert_int_eq(weft_spawn(&timer, rstress_timer, s, NULL), 0);
 	sc_run(48, 4, rstress_body, s);
