@@ -52,13 +52,8 @@ server_tmp 90
 
 # stop_server NAME: SIGINT; gone within 2 s.
 stop_server() {
-	local i
 	kill -INT $pid
-	for ((i = 0; i < 40; i++)); do
-		alive $pid || break
-		sleep 0.05
-	done
-	if alive $pid; then
+	if ! wait_gone $pid; then
 		echo "FAIL: $1 still running 2 s after SIGINT"
 		return 1
 	fi

@@ -253,18 +253,14 @@ check_concurrent() {
 # connection after a response; else just connected, not to wait on a
 # server that failed); it must be gone within 2 s.
 stop_server() {
-	local i st t0 ms
+	local st t0 ms
 	if connect && [ "$2" = 1 ]; then
 		send "$REQ"
 		read_resp 3
 	fi
 	t0=${EPOCHREALTIME/./}
 	kill -INT $pid
-	for ((i = 0; i < 20; i++)); do
-		alive $pid || break
-		sleep 0.1
-	done
-	if alive $pid; then
+	if ! wait_gone $pid; then
 		echo "FAIL: $1 (f): still running 2 s after SIGINT"
 		kill -9 $pid 2>/dev/null
 		wait $pid 2>/dev/null

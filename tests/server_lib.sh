@@ -60,6 +60,18 @@ alive() {
 	[ "${_s%% *}" != Z ]
 }
 
+# wait_gone PID: waits up to 2 s for PID to exit (or be a zombie);
+# status 1 if it is still alive then.
+wait_gone() {
+	_i=0
+	while [ $_i -lt 40 ]; do
+		alive "$1" || return 0
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	! alive "$1"
+}
+
 server_tmp() {
 	tmp=$(mktemp -d) || exit 1
 	pid=
