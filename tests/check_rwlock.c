@@ -647,9 +647,14 @@ START_TEST(test_bias_migrate)
 	       wt_configs[_i % wt_nconfigs].name, rw_name(_i), atomic_load(&m->reads),
 	       atomic_load(&m->writes), atomic_load(&m->moved));
 	ck_assert_int_eq(m->counter, atomic_load(&m->writes));
-	/* the case under test happened (wakes after a sleep land on either
-	 * worker: thousands of moves in practice) */
-	if (wt_configs[_i % wt_nconfigs].workers != 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1)
+	/* the case under test happened (a reader sleeping in its hold is
+	 * stolen by an idle worker: thousands of moves in practice). Without
+	 * STEAL only wake placement moves a thread, and with the bounded
+	 * pass readers seldom park: 0 moves were seen there (CI's NO_STEAL
+	 * stage), so the count is only printed; bias_move_unlock moves a
+	 * holder on purpose in every configuration. */
+	if (wt_configs[_i % wt_nconfigs].workers != 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+	    weft_feature("STEAL") == 1)
 		ck_assert_int_gt(atomic_load(&m->moved), 0);
 	ck_assert_int_eq(weft_rwlock_destroy(&m->rw), 0);
 	free(m);
