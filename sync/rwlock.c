@@ -836,34 +836,38 @@ static bool turn_grants_locked(struct wft_rwlock *rw, uint64_t v)
 	       writer_starved_locked(wft_waitq_first(&rw->wq), wft_now());
 }
 
-/* A writer woken to retry gives up (deadline) without taking rw or
- * queueing again: clear RETRY (and CLOSED if no writer is left), and
- * start the next head writer's clock. rw is held (or we would have taken
- * it). If readers hold it and no writer is queued, admit the readers
- * queued behind the closed pass now, as dequeue_locked() does for a
- * queued writer that times out: otherwise they would wait for the last
- * reader out, while new readers, with no writer waiting, join lockless
- * and may keep the read phase going for ever (I3). If a writer holds,
- * its unlock admits them. Locks: rw->qlock. */
-static void retry_leave_locked(struct wft_rwlock *rw, struct wft_wake_q *q)
+/* A waiter leaves without the lock and I2 is restored; mine is what of
+ * the word was its own: 0 for a queued record (reader or writer) that
+ * timed out, already unlinked by the caller; WFT_RW_RETRY for a writer
+ * woken to retry that gives up (deadline) without taking rw or queueing
+ * again. If no writer
+ * holds, is queued or is in flight but the leaver, and readers hold rw,
+ * the readers queued behind the closed pass are admitted now: otherwise
+ * they would wait for the last reader out, while new readers, with no
+ * writer waiting, join lockless and may keep the read phase going for
+ * ever (I3). If a writer holds, its unlock admits them. CLOSED stays
+ * while writers wait (the next head inherits the closed pass: its own
+ * wait is at least as long). The next head writer's clock starts.
+ * Locks: rw->qlock. */
+static void leave_locked(struct wft_rwlock *rw, uint64_t mine, struct wft_wake_q *q)
 {
-	uint64_t v, nv, k = 0;
+	uint64_t v, nv, k = 0, others;
 
 	/* relaxed: acted on through the CAS */
 	v = wft_load(&rw->state, relaxed);
 	/* WRITER cannot appear meanwhile: lockless writers need a word of
-	 * 0, and RETRY is set until our CAS below */
-	if (!(v & WFT_RW_WRITER) && wft_waitq_empty(&rw->wq))
+	 * 0, and the waiter flags or our RETRY stay set until our CAS */
+	others = v & WFT_RW_RETRY & ~mine;   /* another writer in flight */
+	if (!(v & WFT_RW_WRITER) && !others && wft_waitq_empty(&rw->wq))
 		k = grant_readers_locked(rw, q);
 	for (;;) {
-		nv = (v & ~(WFT_RW_RETRY | WFT_RW_RWAIT)) | wait_flags_locked(rw);
-		if (wft_waitq_empty(&rw->wq))
+		nv = (v & ~(WFT_RW_WWAIT | WFT_RW_RWAIT | mine)) | wait_flags_locked(rw);
+		if (wft_waitq_empty(&rw->wq) && !others)
 			nv &= ~WFT_RW_CLOSED;
 		nv += k * WFT_RW_READER;
 		/* acq_rel: admitted readers are granted a hold (acquire side
-		 * of the holders' releases, as in dequeue_locked); without
-		 * them only flags change. Lockless readers may come and go,
-		 * hence a CAS */
+		 * of the holders' releases); without them only flags change.
+		 * Lockless readers may come and go, hence a CAS */
 		if (wft_cas(&rw->state, &v, nv, acq_rel))
 			break;
 	}
@@ -899,31 +903,11 @@ static uint64_t flags_after_turn_locked(struct wft_rwlock *rw)
 	       (wft_waitq_empty(&rw->rq) ? 0 : WFT_RW_RWAIT);
 }
 
-/* Unlink a timed-out record and restore I2; if it was the last writer and
- * readers hold the lock, admit the readers queued behind it. CLOSED stays
- * while writers are queued (the next head inherits the closed pass: its
- * own wait is at least as long). Locks: rw->qlock. */
+/* Unlink a timed-out record (see leave_locked). Locks: rw->qlock. */
 static void dequeue_locked(struct wft_rwlock *rw, struct wft_swaiter *sw, struct wft_wake_q *q)
 {
-	uint64_t v, nv, k = 0;
-
 	wft_waitq_remove(sw->kind == KIND_READ ? &rw->rq : &rw->wq, sw);
-	wclose_update_locked(rw);
-	/* relaxed: acted on through the CAS */
-	v = wft_load(&rw->state, relaxed);
-	if (!(v & (WFT_RW_WRITER | WFT_RW_RETRY)) && wft_waitq_empty(&rw->wq))
-		k = grant_readers_locked(rw, q);
-	for (;;) {
-		nv = (v & ~(WFT_RW_WWAIT | WFT_RW_RWAIT)) | wait_flags_locked(rw);
-		if (wft_waitq_empty(&rw->wq) && !(v & WFT_RW_RETRY))
-			nv &= ~WFT_RW_CLOSED;
-		nv += k * WFT_RW_READER;
-		/* acq_rel: admitted readers are granted a hold (acquire side of
-		 * the holders' releases); lockless readers may be leaving at the
-		 * same time, hence a CAS */
-		if (wft_cas(&rw->state, &v, nv, acq_rel))
-			break;
-	}
+	leave_locked(rw, 0, q);
 }
 
 /*
@@ -984,7 +968,7 @@ static int take_or_queue(struct wft_rwlock *rw, struct wft_swaiter *sw, bool ret
 		}
 		if (deadline != WEFT_TIME_INFINITE && wft_now() >= deadline) {
 			if (retry)
-				retry_leave_locked(rw, &q);
+				leave_locked(rw, WFT_RW_RETRY, &q);
 			wft_slock_unlock(&rw->qlock);
 			wft_wake_q_flush(&q);
 			return ETIMEDOUT;
