@@ -2,7 +2,9 @@
  * runtime/fault.c - fault injection for the tests: WEFT_FAULT=alloc:N
  * fails the N-th internal allocation, WEFT_FAULT=sqfull:N makes the next N
  * io_uring SQE requests find the SQ full, WEFT_FAULT=trimslow:US makes
- * every slot a deep stack trim gives back take US microseconds more
+ * every slot a deep stack trim gives back take US microseconds more,
+ * WEFT_FAULT=rescueslow:US makes a stranded-mail rescue wait US
+ * microseconds before it gives the pinned threads back
  * (guard:N is runtime/stack.c's).
  * The feature refusals make the kernel (or liburing) answer as one without
  * an io_uring feature would, so each fallback runs on a kernel that has
@@ -18,8 +20,8 @@
  *                   receive's IORING_RECVSEND_POLL_FIRST are refused (EINVAL);
  *   noringfd        the ring fd is not registered (as if the kernel
  *                   refused it).
- * Knobs combine separated by commas (alloc, sqfull, trimslow and guard must come
- * first). All are off unless the variable names them; weft_init resets
+ * Knobs combine separated by commas (alloc, sqfull, trimslow, rescueslow
+ * and guard must come first). All are off unless the variable names them; weft_init resets
  * them (wft_fault_reset_unsafe) before any worker starts. Also
  * wft_malloc, the allocator that goes through the injector.
  */
@@ -27,6 +29,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Fault injection: WEFT_FAULT=alloc:N fails the N-th internal allocation
  * (counted from weft_init). 0 = off: one predictable branch. */
@@ -69,6 +72,22 @@ _Atomic unsigned wft_fault_refuse;
  * "Scavenge") sleeps US microseconds after each slot, as a trimmer that
  * the host preempts does, which a test cannot otherwise force. 0 = off. */
 _Atomic long wft_fault_trimslow_us;
+/* WEFT_FAULT=rescueslow:US: runtime/idle.c mail_rescue waits US
+ * microseconds between its take and its push-back, the window in which
+ * the victim may drain an empty mailbox and park. 0 = off. */
+_Atomic long wft_fault_rescueslow_us;
+
+void wft_fault_delay(_Atomic long *knob)
+{
+	/* relaxed: a test knob, set before the workers start */
+	long us = atomic_load_explicit(knob, memory_order_relaxed);
+
+	if (wft_unlikely(us > 0)) {
+		struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
 
 void *wft_malloc(size_t n)
 {
@@ -115,6 +134,7 @@ void wft_fault_reset_unsafe(const char *e)
 	atomic_store_explicit(&fault_at, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_fault_trimslow_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_rescueslow_us, 0, memory_order_relaxed);
 	if (e && strncmp(e, "alloc:", 6) == 0) {
 		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
 		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
@@ -122,6 +142,8 @@ void wft_fault_reset_unsafe(const char *e)
 		atomic_store_explicit(&wft_fault_sqfull_left, atol(e + 7), memory_order_relaxed);
 	} else if (e && strncmp(e, "trimslow:", 9) == 0) {
 		atomic_store_explicit(&wft_fault_trimslow_us, atol(e + 9), memory_order_relaxed);
+	} else if (e && strncmp(e, "rescueslow:", 11) == 0) {
+		atomic_store_explicit(&wft_fault_rescueslow_us, atol(e + 11), memory_order_relaxed);
 	}
 	parse_refusals(e);
 }

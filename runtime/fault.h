@@ -45,6 +45,14 @@ static inline bool wft_fault_refused(unsigned what)
  * stack trim (runtime/stack.c "Scavenge"); 0 = off. relaxed loads: a
  * test knob set before the workers start. */
 extern _Atomic long wft_fault_trimslow_us;
+/* WEFT_FAULT=rescueslow:US: microseconds a stranded-mail rescue waits
+ * between taking a victim's mailbox and giving its pinned threads back
+ * (runtime/idle.c mail_rescue), as a rescuer that the host preempts
+ * there does; 0 = off. relaxed loads, as trimslow. */
+extern _Atomic long wft_fault_rescueslow_us;
+/* Sleep (the OS thread, nanosleep) for the microseconds *knob holds, if
+ * any: the delay of trimslow and rescueslow. */
+void wft_fault_delay(_Atomic long *knob);
 void *wft_malloc(size_t n);  /* malloc through the fault injector */
 /* Arm the knobs that e (WEFT_FAULT's value, or NULL) names, disarm the
  * others. Context: weft_init, under init_lock, no worker running. */

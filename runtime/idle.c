@@ -254,9 +254,12 @@ static unsigned mail_rescue(struct wft_worker *w, struct wft_worker *v)
 	} else {
 		t = wft_mailbox_take_all(&v->mailbox, &last, &n, &stealable);
 		wft_chain_split(t, last, UINT32_MAX, &move, &stay);
-		/* pinned ones back home: a normal push, with its kick check */
-		if (stay.first && wft_mailbox_push_chain(&v->mailbox, stay.first, stay.last, stay.n))
-			wft_idle_kick(v);
+		wft_fault_delay(&wft_fault_rescueslow_us);   /* WEFT_FAULT=rescueslow:US */
+		/* pinned ones back home: a normal push, with its kick check;
+		 * a kick made for the wakers of that mail, so chained */
+		if (stay.first && wft_mailbox_push_chain(&v->mailbox, stay.first, stay.last, stay.n) &&
+		    wft_idle_kick_r(v) == WFT_KICK_SENT)
+			wft_stat_inc(w, chain_kicks);
 	}
 	if (move.first) {
 		wft_runq_push_chain_owner(w, move.first, move.last, move.n);

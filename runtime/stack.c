@@ -607,18 +607,6 @@ static void scavenge_put(struct scav_slot *in, unsigned n)
 
 static atomic_flag scavenging = ATOMIC_FLAG_INIT;
 
-/* WEFT_FAULT=trimslow:US (runtime/fault.c). relaxed: a test knob */
-static void fault_trimslow(void)
-{
-	long us = atomic_load_explicit(&wft_fault_trimslow_us, memory_order_relaxed);
-
-	if (wft_unlikely(us > 0)) {
-		struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-		nanosleep(&ts, NULL);
-	}
-}
-
 static unsigned chunk_scavenge(bool *skipped)
 {
 	struct scav_slot batch[SCAVENGE_BATCH];
@@ -649,7 +637,7 @@ static unsigned chunk_scavenge(bool *skipped)
 
 			madvise(c->base + (size_t)batch[j].i * c->cls->slot + g, c->cls->slot - g,
 				MADV_DONTNEED);
-			fault_trimslow();
+			wft_fault_delay(&wft_fault_trimslow_us);   /* WEFT_FAULT=trimslow:US */
 		}
 		if (n) {
 			pthread_mutex_lock(&chunk_lock);

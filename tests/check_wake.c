@@ -164,6 +164,105 @@ START_TEST(burst_one_kick_pinned)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
+/* A stranded-mail rescue's kick counts as chained (runtime/idle.c
+ * mail_rescue): an idle worker that takes a busy worker's stuck mailbox
+ * gives the pinned threads back, and if the victim parked meanwhile it
+ * kicks it. That kick is made for the wakers of that mail, not by them;
+ * counted as theirs, it made burst_one_kick_pinned fail under load ("3
+ * kicks not chained (13 chained)", a rescuer preempted between its take
+ * and its push-back while the victim parked). Forced here: S spins on
+ * worker 0 without a switch, Y (pinned there) is posted and strands in
+ * its mailbox, worker 1 (ticking for T's sleeps) watches it and rescues
+ * it, and WEFT_FAULT=rescueslow holds the rescuer between take and
+ * push-back until S ends and worker 0 parks. The post itself finds
+ * worker 0 awake and kicks nobody, so every kick of the round is the
+ * rescue's. */
+static _Atomic int rk_stop, rk_y_done, rk_s_running;
+static weft_sem_t rk_sem;
+
+static void *rk_y(void *arg)
+{
+	(void)arg;
+	WT_CHECK(weft_sem_wait(&rk_sem) == 0);
+	atomic_store(&rk_y_done, 1);
+	return NULL;
+}
+
+/* spins RK_SPIN_MS without a switch: worker 0 stays awake with mail */
+#define RK_SPIN_MS 50
+static void *rk_s(void *arg)
+{
+	weft_time_t end = weft_now_ns() + RK_SPIN_MS * 1000000ull;
+
+	(void)arg;
+	atomic_store(&rk_s_running, 1);
+	while (weft_now_ns() < end)
+		;
+	return NULL;
+}
+
+/* keeps worker 1 looking at its victims (a park re-check per sleep) */
+static void *rk_t(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&rk_stop))
+		WT_CHECK(weft_sleep_ns(200000) == 0);
+	return NULL;
+}
+
+START_TEST(rescue_kick_chained)
+{
+	weft_stats_t s0, s1;
+	weft_thread_t y, sp, t;
+	weft_attr_t a;
+	uint64_t kicks, chained;
+	int rescued = 0;
+
+	if (!needs("rescue_kick_chained", "MAILBOX,STEAL"))
+		return;
+	ck_assert_int_eq(setenv("WEFT_FAULT", "rescueslow:100000", 1), 0);
+	wt_init_features(2, "NO_DRAIN");
+	ck_assert_int_eq(unsetenv("WEFT_FAULT"), 0);
+	ck_assert_int_eq(weft_sem_init(&rk_sem, 0), 0);
+	weft_attr_init(&a);
+	atomic_store(&rk_stop, 0);
+	a.worker = 1;
+	ck_assert_int_eq(weft_spawn(&t, rk_t, NULL, &a), 0);
+	/* up to 3 rounds: under a loaded host worker 1 may not look at the
+	 * mailbox before S ends, and then worker 0 drains Y itself */
+	for (int round = 0; round < 3 && !rescued; round++) {
+		atomic_store(&rk_y_done, 0);
+		atomic_store(&rk_s_running, 0);
+		a.worker = 0;
+		ck_assert_int_eq(weft_spawn(&y, rk_y, NULL, &a), 0);
+		sleep_ms(20);   /* Y blocks on the semaphore */
+		ck_assert_int_eq(weft_spawn(&sp, rk_s, NULL, &a), 0);
+		for (int i = 0; i < 2000 && !atomic_load(&rk_s_running); i++)
+			sleep_ms(1);
+		ck_assert(atomic_load(&rk_s_running));
+		stats(&s0);
+		ck_assert_int_eq(weft_sem_post(&rk_sem), 0);
+		ck_assert_int_eq(weft_join(y, NULL), 0);
+		ck_assert_int_eq(weft_join(sp, NULL), 0);
+		stats(&s1);
+		kicks = s1.kicks - s0.kicks;
+		chained = s1.chain_kicks - s0.chain_kicks;
+		printf("rescue round %d: %llu kicks, %llu chained\n", round,
+		       (unsigned long long)kicks, (unsigned long long)chained);
+		ck_assert_msg(kicks == chained, "%llu kicks, only %llu chained: the rescue's kick "
+			      "counted as the poster's", (unsigned long long)kicks,
+			      (unsigned long long)chained);
+		rescued = kicks > 0;
+	}
+	ck_assert_msg(rescued, "no rescue kick in 3 rounds: the mechanism under test did not run");
+	atomic_store(&rk_stop, 1);
+	ck_assert_int_eq(weft_join(t, NULL), 0);
+	weft_sem_destroy(&rk_sem);
+	wt_shutdown();
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
 /* Placement rules R1 and R2 (runtime/wake.c): X last ran on worker 1; a
  * waker pinned to worker 0 posts X's semaphore and then blocks.
  *   R1: worker 1 is awake (a pinned thread there keeps yielding): X runs
@@ -1004,6 +1103,7 @@ int main(void)
 
 	tcase_add_test(tc, burst_one_kick_unpinned);
 	tcase_add_test(tc, burst_one_kick_pinned);
+	tcase_add_test(tc, rescue_kick_chained);
 	tcase_add_test(tc, affine_pulls_to_waker);
 	tcase_add_test(tc, awake_last_keeps);
 	tcase_add_test(tc, wide_waker_not_pulled);
