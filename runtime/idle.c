@@ -1019,12 +1019,12 @@ static weft_time_t park_deadline(struct wft_worker *w, bool look_again, bool wat
 	if (again < deadline) {
 		deadline = again;
 		w->tick_parked = !look_again && !watch_mail;
+		w->tick_switches = wft_worker_switches(w);
 	}
 	trim_at = park_trim_at(w, *deep);
-	/* Not tick_parked: that flag would survive an io_uring completion's
-	 * wakeup (only a kick clears it) and make the next idle round skip
-	 * its spin; a trim wakeup costs one spin phase per idle period
-	 * instead. */
+	/* Not tick_parked: the flag means the periodic look of the idle
+	 * tick; a trim wakeup comes once per idle period and costs one spin
+	 * phase. */
 	if (trim_at < deadline)
 		deadline = trim_at;
 	return deadline;
@@ -1114,6 +1114,7 @@ cancel:
 void wft_idle_run(struct wft_worker *w)
 {
 	struct weft_thread *t;
+	bool quiet_tick;
 
 	wft_drain_idle(w);
 	t = try_steal(w);
@@ -1124,12 +1125,15 @@ void wft_idle_run(struct wft_worker *w)
 
 	/* After a park that only had the idle tick as deadline, look once
 	 * (the steal above) and park again without spinning: the tick is a
-	 * periodic look, not news of work (see "Idle tick"). */
-	if (w->tick_parked)
-		w->tick_parked = false;
+	 * periodic look, not news of work (see "Idle tick"). Unless this
+	 * worker ran a thread since that park: work that came without a kick
+	 * (an I/O completion's wakeup, mail its own pick found) is news of
+	 * work like a kick, and the round spins as usual. */
+	quiet_tick = w->tick_parked && wft_worker_switches(w) == w->tick_switches;
+	w->tick_parked = false;
 	/* a draining worker would not steal (runtime/drain.c): no spin */
-	else if (wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed() &&
-		 idle_spin(w))
+	if (!quiet_tick && wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed() &&
+	    idle_spin(w))
 		return;
 	idle_park(w);
 }

@@ -2435,26 +2435,10 @@ static void *cw_reader(void *arg)
 }
 
 /* The time (ns) worker 0's OS thread has waited for a CPU while runnable
- * (/proc/self/task/TID/schedstat, second field), or 0 if it cannot be read. */
+ * (schedstat run delay), or 0 if it cannot be read. */
 static uint64_t worker0_cpu_wait_ns(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	uint64_t wait = 0;
-
-	while (d && (e = readdir(d)) != NULL) {
-		char comm[32];
-		unsigned long long run, w;
-
-		if (e->d_name[0] != '.' && task_stat(e->d_name, comm, sizeof(comm), &run, &w) &&
-		    strcmp(comm, "weft-w0") == 0) {
-			wait = w;
-			break;
-		}
-	}
-	if (d)
-		closedir(d);
-	return wait;
+	return threads_cpu_wait_ns("weft-w0");
 }
 
 /* The bound is on what weft controls: 1 s from the write to the reader

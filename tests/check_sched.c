@@ -522,6 +522,92 @@ START_TEST(spin_backs_off_contended)
 }
 END_TEST
 
+/* A tick park woken by I/O spins next time. A worker parked with the idle
+ * tick (another worker is awake) skips its next spin phase: a tick wake
+ * that finds nothing is not news of work (runtime/idle.c wft_idle_run).
+ * But an I/O completion also ends such a park, without a kick, and its
+ * thread then runs: that is news of work, and the next idle round must
+ * spin. The flag used to survive it (only a kick cleared it), so a
+ * thread-per-connection reader on a worker next to a busy one lost the
+ * spin after every read. Here: B keeps worker 0 awake (its parks tick),
+ * R reads a pipe on worker 1; per round the steal attempts of worker 1's
+ * idle round after the read (a 20 us spin makes dozens; a park with its
+ * tick looks makes one or two per ms). */
+#define TK_ROUNDS 40
+#define TK_SPUN 3
+#define TK_SPIN_ATTEMPTS 20
+
+static _Atomic int tk_stop, tk_reads;
+
+static void *tk_busy(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&tk_stop))
+		weft_yield();
+	return NULL;
+}
+
+static void *tk_reader(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+
+	while (weft_io_read(fd, &c, 1) == 1 && c != 'q')
+		atomic_fetch_add(&tk_reads, 1);
+	return NULL;
+}
+
+START_TEST(tick_park_io_wake_spins)
+{
+	weft_thread_t b, r;
+	weft_stats_t s0, s1;
+	weft_attr_t a;
+	int p[2], spun = 0, round;
+
+	wt_init_features(2, "NO_DRAIN");
+	if (weft_feature("IDLE_SPIN") != 1 || weft_feature("STEAL") != 1) {
+		wt_skip("sched/tick_park_io_wake_spins: needs IDLE_SPIN and STEAL (idle tick)");
+		wt_shutdown();
+		return;
+	}
+	ck_assert_int_eq(pipe(p), 0);
+	atomic_store(&tk_stop, 0);
+	atomic_store(&tk_reads, 0);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&b, tk_busy, NULL, &a), 0);
+	a.worker = 1;
+	ck_assert_int_eq(weft_spawn(&r, tk_reader, &p[0], &a), 0);
+	/* rounds until TK_SPUN spun (a loaded host backs spinning off for a
+	 * while: "Contended CPUs"); without the rule none ever does */
+	for (round = 0; round < TK_ROUNDS && spun < TK_SPUN; round++) {
+		uint64_t t0;
+
+		usleep(5000);   /* worker 1 parks, ticks, parks again */
+		ck_assert_int_eq(weft_stats_get(&s0), 0);
+		ck_assert_int_eq(write(p[1], "x", 1), 1);
+		t0 = weft_now_ns();
+		while (atomic_load(&tk_reads) < round + 1 && weft_now_ns() - t0 < 2000000000ull)
+			usleep(100);
+		ck_assert_int_eq(atomic_load(&tk_reads), round + 1);
+		usleep(2000);
+		ck_assert_int_eq(weft_stats_get(&s1), 0);
+		if (s1.steal_attempts - s0.steal_attempts >= TK_SPIN_ATTEMPTS)
+			spun++;
+	}
+	ck_assert_int_eq(write(p[1], "q", 1), 1);
+	atomic_store(&tk_stop, 1);
+	ck_assert_int_eq(weft_join(r, NULL), 0);
+	ck_assert_int_eq(weft_join(b, NULL), 0);
+	close(p[0]);
+	close(p[1]);
+	wt_shutdown();
+	printf("tick_park_io_wake_spins: %d of %d rounds spun after the read\n", spun, round);
+	ck_assert_msg(spun >= TK_SPUN, "%d of %d idle rounds after an I/O wake of a tick park spun",
+		      spun, round);
+}
+END_TEST
+
 /* The back-off is the runtime's (idle.c "Contended CPUs"): with 16 workers
  * on contended CPUs, one worker's finding stops every worker's spin, so the
  * back-offs in 1 s stay few (doubling from 10 ms: about 7 at most). When
@@ -1808,6 +1894,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, pinned_no_kicks);
 	tcase_add_test(tc, spin_backs_off_contended);
 	tcase_add_test(tc, spin_backoff_shared);
+	tcase_add_test(tc, tick_park_io_wake_spins);
 	tcase_add_test(tc, drain_moves_off_contended_worker);
 	tcase_add_test(tc, drain_off_moves_nothing);
 	tcase_add_test(tc, drain_keeps_needed_cpus);

@@ -13,7 +13,6 @@
 #include "tests/harness.h"
 #include "examples/task_stat.h"
 
-#include <dirent.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1038,26 +1037,6 @@ static weft_sem_t ow_sem[OW_THREADS];
 static _Atomic int ow_woken;
 static _Atomic bool ow_stop;
 
-/* Run delay (ns) summed over the process's OS threads: time they were
- * runnable but waited for a CPU (0 without schedstats). */
-static uint64_t proc_cpu_wait_ns(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	uint64_t wait = 0;
-
-	while (d && (e = readdir(d)) != NULL) {
-		char comm[32];
-		unsigned long long run, w;
-
-		if (e->d_name[0] != '.' && task_stat(e->d_name, comm, sizeof(comm), &run, &w))
-			wait += w;
-	}
-	if (d)
-		closedir(d);
-	return wait;
-}
-
 static void *ow_waiter(void *arg)
 {
 	weft_sem_t *s = arg;
@@ -1101,7 +1080,7 @@ START_TEST(gate_outside_waker)
 		uint64_t t0, wait0;
 
 		sleep_ms(12);   /* every worker idle and parked deep, trim done */
-		wait0 = proc_cpu_wait_ns();
+		wait0 = threads_cpu_wait_ns(NULL);
 		stats(&s0);
 		for (int i = 0; i < OW_THREADS; i++)
 			ck_assert_int_eq(weft_sem_post(&ow_sem[i]), 0);
@@ -1121,7 +1100,7 @@ START_TEST(gate_outside_waker)
 		s0 = s1;
 		sleep_ms(OW_QUIET_MS);
 		stats(&s1);
-		if (proc_cpu_wait_ns() - wait0 >= OW_LOADED_NS) {
+		if (threads_cpu_wait_ns(NULL) - wait0 >= OW_LOADED_NS) {
 			loaded++;
 			continue;
 		}
