@@ -20,6 +20,11 @@
  *                   receive's IORING_RECVSEND_POLL_FIRST are refused (EINVAL);
  *   noringfd        the ring fd is not registered (as if the kernel
  *                   refused it).
+ * And one race that a test cannot time:
+ *   gatefree        the kick gate's recheck always finds a CPU free, so a
+ *                   gated kick hands that CPU to a pending worker at once
+ *                   (runtime/idle.c gate_leave), as when a worker parks
+ *                   between the gate's decision and its recheck.
  * Knobs combine separated by commas (alloc, sqfull, trimslow, rescueslow
  * and guard must come first). All are off unless the variable names them; weft_init resets
  * them (wft_fault_reset_unsafe) before any worker starts. Also
@@ -95,7 +100,8 @@ void *wft_malloc(size_t n)
 }
 
 /* The refusals named in e, a comma-separated list (other names are
- * ignored: alloc, sqfull and guard are read from the start of e). */
+ * ignored: alloc, sqfull, trimslow, rescueslow and guard are read from
+ * the start of e). */
 static void parse_refusals(const char *e)
 {
 	static const struct {
@@ -106,6 +112,7 @@ static void parse_refusals(const char *e)
 		{ "noacceptdontwait", WFT_FAULT_ACCEPT_DONTWAIT },
 		{ "nopollfirst", WFT_FAULT_POLL_FIRST },
 		{ "noringfd", WFT_FAULT_RING_FD },
+		{ "gatefree", WFT_FAULT_GATE_FREE },
 	};
 	unsigned ringflags = 0, refuse = 0;
 	unsigned long long noops = 0;

@@ -32,6 +32,9 @@ enum {
 	WFT_FAULT_ACCEPT_DONTWAIT = 2,  /* IORING_ACCEPT_DONTWAIT: EINVAL (before 6.10) */
 	WFT_FAULT_POLL_FIRST = 4,       /* IORING_RECVSEND_POLL_FIRST: EINVAL (before 5.19) */
 	WFT_FAULT_RING_FD = 8,          /* registering the ring fd fails (before 5.18) */
+	/* not a refusal but a race forced: a CPU frees between the kick
+	 * gate's decision and its recheck (runtime/idle.c gate_leave) */
+	WFT_FAULT_GATE_FREE = 16,
 };
 /* A bit that no kernel defines in the fields the refusals above set it in
  * (an SQE's ioprio flags, a poll's len flags): the kernel rejects the SQE

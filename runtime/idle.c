@@ -559,18 +559,24 @@ static struct wft_worker *kick_one_pending(struct wft_worker *skip, int *r)
 }
 
 /* Leave w's kick pending; if a CPU freed meanwhile, kick one pending
- * worker ourselves (the waker's half of the hand-over). */
+ * worker ourselves (the waker's half of the hand-over). The take goes
+ * round robin, so the bit taken is often another's: that kick is made
+ * for another wake (counted as chained), and w's own stays pending. */
 static int gate_leave(struct wft_worker *w)
 {
-	struct wft_worker *v;
+	struct wft_worker *self = wft_worker_self(), *v;
 	int r;
 
 	wft_idle_kick_defer(w);   /* seq_cst: the store half */
-	if (cpu_demand(wft_worker_self() == NULL) >= wft_rt.ncpu)
+	if (!wft_fault_refused(WFT_FAULT_GATE_FREE) && cpu_demand(self == NULL) >= wft_rt.ncpu)
 		return WFT_KICK_UNDERWAY;
 	/* a CPU is free: kick one pending worker ourselves */
 	v = kick_one_pending(NULL, &r);
-	return v == w && r == WFT_KICK_SENT ? WFT_KICK_SENT : WFT_KICK_UNDERWAY;
+	if (v == w && r == WFT_KICK_SENT)
+		return WFT_KICK_SENT;
+	if (v && r == WFT_KICK_SENT)
+		wft_stat_inc_any(self, chain_kicks);
+	return WFT_KICK_UNDERWAY;
 }
 
 /* The parker's half of the hand-over: w is about to sleep (its idle_set
@@ -1023,8 +1029,9 @@ static weft_time_t park_deadline(struct wft_worker *w, bool look_again, bool wat
 	}
 	trim_at = park_trim_at(w, *deep);
 	/* Not tick_parked: the flag means the periodic look of the idle
-	 * tick; a trim wakeup comes once per idle period and costs one spin
-	 * phase. */
+	 * tick. A trim wakeup comes once per idle period; when the trim
+	 * comes first but the flag was set above, that wakeup skips the spin
+	 * too (nothing ran: it is not news of work either). */
 	if (trim_at < deadline)
 		deadline = trim_at;
 	return deadline;
@@ -1128,8 +1135,12 @@ void wft_idle_run(struct wft_worker *w)
 	 * periodic look, not news of work (see "Idle tick"). Unless this
 	 * worker ran a thread since that park: work that came without a kick
 	 * (an I/O completion's wakeup, mail its own pick found) is news of
-	 * work like a kick, and the round spins as usual. */
-	quiet_tick = w->tick_parked && wft_worker_switches(w) == w->tick_switches;
+	 * work like a kick, and the round spins as usual. Not with the kick
+	 * gate on: there a tick wake that finds mail is often a kick the gate
+	 * left pending because no CPU was free, and a spin would take a CPU
+	 * from a worker that has work (oversubscribed, as before). */
+	quiet_tick = w->tick_parked &&
+		     (gate_on() || wft_worker_switches(w) == w->tick_switches);
 	w->tick_parked = false;
 	/* a draining worker would not steal (runtime/drain.c): no spin */
 	if (!quiet_tick && wft_feat(IDLE_SPIN) && !wft_worker_draining(w) && spin_allowed() &&

@@ -164,6 +164,84 @@ START_TEST(burst_one_kick_pinned)
 }
 END_TEST
 
+/* The kick gate's race, forced (WEFT_FAULT=gatefree, runtime/fault.c):
+ * oversubscribed (8 workers on one CPU), worker 0 kept awake by a
+ * yielding thread, so the other workers park with the idle tick and every
+ * kick of them is gated; the fault makes each gated kick find a CPU free
+ * at its recheck, and the kicker then kicks the next pending worker
+ * (round robin), seldom its own target. A post_n to one pinned waiter
+ * per parked worker: those kicks are made for other wakes and count as
+ * chained, so the poster's own stay at two. Counted as the poster's
+ * (before), each gated chain step added one. */
+#define GR_WORKERS 8
+static _Atomic int gr_stop;
+
+static void *gr_busy(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&gr_stop))
+		weft_yield();
+	return NULL;
+}
+
+START_TEST(burst_gate_race)
+{
+	cpu_set_t old, one;
+	weft_stats_t s0, s1;
+	weft_attr_t a;
+	weft_thread_t b;
+	uint64_t direct;
+	int cpu = 0, spins = 0;
+
+	if (!needs("burst_gate_race", "KICK_GATE,STEAL"))
+		return;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
+	while (!CPU_ISSET(cpu, &old))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	atomic_store(&burst_arrived, 0);
+	atomic_store(&burst_done, 0);
+	atomic_store(&gr_stop, 0);
+	ck_assert_int_eq(setenv("WEFT_FAULT", "gatefree", 1), 0);
+	wt_init_features(GR_WORKERS, "NO_DRAIN");
+	ck_assert_int_eq(unsetenv("WEFT_FAULT"), 0);
+	ck_assert_int_eq(weft_sem_init(&burst_sem, 0), 0);
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&b, gr_busy, NULL, &a), 0);
+	a.detached = 1;
+	for (int k = 1; k < GR_WORKERS; k++) {
+		a.worker = k;
+		ck_assert_int_eq(weft_spawn(NULL, burst_waiter, NULL, &a), 0);
+	}
+	while (atomic_load(&burst_arrived) < GR_WORKERS - 1 && spins++ < 5000)
+		sleep_ms(1);
+	ck_assert_int_eq(atomic_load(&burst_arrived), GR_WORKERS - 1);
+	sleep_ms(20);   /* the waiters block, their workers park with the tick */
+	stats(&s0);
+	ck_assert_int_eq(weft_sem_post_n(&burst_sem, GR_WORKERS - 1), 0);
+	spins = 0;
+	while (atomic_load(&burst_done) < GR_WORKERS - 1 && spins++ < 5000)
+		sleep_ms(1);
+	stats(&s1);
+	atomic_store(&gr_stop, 1);
+	ck_assert_int_eq(weft_join(b, NULL), 0);
+	wt_assert_no_failure();
+	ck_assert_int_eq(atomic_load(&burst_done), GR_WORKERS - 1);
+	weft_sem_destroy(&burst_sem);
+	wt_shutdown();
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
+	direct = (s1.kicks - s0.kicks) - (s1.chain_kicks - s0.chain_kicks);
+	printf("burst gate race: %llu kicks, %llu chained\n", (unsigned long long)(s1.kicks - s0.kicks),
+	       (unsigned long long)(s1.chain_kicks - s0.chain_kicks));
+	ck_assert_msg(direct <= 2, "%llu kicks not chained (%llu chained) for one post_n",
+		      (unsigned long long)direct,
+		      (unsigned long long)(s1.chain_kicks - s0.chain_kicks));
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* A stranded-mail rescue's kick counts as chained (runtime/idle.c
  * mail_rescue): an idle worker that takes a busy worker's stuck mailbox
@@ -1135,6 +1213,7 @@ int main(void)
 
 	tcase_add_test(tc, burst_one_kick_unpinned);
 	tcase_add_test(tc, burst_one_kick_pinned);
+	tcase_add_test(tc, burst_gate_race);
 	tcase_add_test(tc, rescue_kick_chained);
 	tcase_add_test(tc, affine_pulls_to_waker);
 	tcase_add_test(tc, awake_last_keeps);

@@ -44,8 +44,8 @@ typedef struct weft_stats {
 	uint64_t drain_moves;     /* wakes sent elsewhere: the thread's last worker drains (DRAIN) */
 	uint64_t drain_probes;    /* DRAIN throughput probes run (one worker more or fewer draining) */
 	uint64_t drain_raises;    /* DRAIN probes after which one more worker drains */
-	uint64_t chain_kicks;     /* kicks made for someone else's wake: kick chain steps, a parker's
-				   * kick-gate hand-over, claims of an idle worker, mailbox rescues */
+	uint64_t chain_kicks;     /* kicks made for someone else's wake: kick chain steps,
+				   * kick-gate hand-overs, claims of an idle worker, mailbox rescues */
 	uint64_t place_affine;    /* wakes placed on the waker's worker: the last worker was parked */
 	uint64_t place_wide;      /* wakes of a 1:N waker (wake_wide) not pulled to the waker's worker */
 	uint64_t place_awake;     /* wakes moved off a parked last worker: to a spinning worker, or
