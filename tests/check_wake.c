@@ -43,6 +43,22 @@ static void stats(weft_stats_t *s)
 	ck_assert_int_eq(weft_stats_get(s), 0);
 }
 
+/* Run the process on the first CPU of its affinity mask (the kick gate
+ * needs more workers than CPUs whatever the machine); *old receives the
+ * mask to restore. */
+static void pin_to_one_cpu(cpu_set_t *old)
+{
+	cpu_set_t one;
+	int cpu = 0;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(*old), old), 0);
+	while (!CPU_ISSET(cpu, old))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
 /* The test's mechanism needs these switches on (WEFT_FEATURES may turn
  * them off for a CI stage): else it prints SKIP and returns false. Each
  * switch: a comma-separated list of names. */
@@ -186,21 +202,16 @@ static void *gr_busy(void *arg)
 
 START_TEST(burst_gate_race)
 {
-	cpu_set_t old, one;
+	cpu_set_t old;
 	weft_stats_t s0, s1;
 	weft_attr_t a;
 	weft_thread_t b;
 	uint64_t direct;
-	int cpu = 0, spins = 0;
+	int spins = 0;
 
 	if (!needs("burst_gate_race", "KICK_GATE,STEAL"))
 		return;
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
-	while (!CPU_ISSET(cpu, &old))
-		cpu++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	pin_to_one_cpu(&old);
 	atomic_store(&burst_arrived, 0);
 	atomic_store(&burst_done, 0);
 	atomic_store(&gr_stop, 0);
@@ -593,16 +604,10 @@ END_TEST
  * workers onto a busy CPU). */
 START_TEST(wide_not_spread_oversubscribed)
 {
-	cpu_set_t old, one;
+	cpu_set_t old;
 	uint64_t on;
-	int cpu = 0;
 
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
-	while (!CPU_ISSET(cpu, &old))
-		cpu++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	pin_to_one_cpu(&old);
 	on = wide_run_n(4, "NO_DRAIN");
 	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
 	ck_assert_msg(on == 0, "4 workers on one CPU: %llu wakes counted wide", (unsigned long long)on);
@@ -1035,21 +1040,14 @@ static uint64_t gate_post(void)
 
 START_TEST(kick_gate_bounded)
 {
-	cpu_set_t old, one;
+	cpu_set_t old;
 	weft_attr_t a;
 	weft_thread_t x, g;
 	uint64_t deep_max = 0, tick_max = 0, d;
-	int cpu = -1;
 
 	if (!needs("kick_gate_bounded", "KICK_GATE,STEAL"))
 		return;
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
-	for (int i = 0; i < CPU_SETSIZE && cpu < 0; i++)
-		if (CPU_ISSET(i, &old))
-			cpu = i;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	pin_to_one_cpu(&old);
 	atomic_store(&gate_woken, 0);
 	wt_init_features(4, "NO_DRAIN");
 	ck_assert_int_eq(weft_sem_init(&gate_sem, 0), 0);
@@ -1129,21 +1127,16 @@ static void *ow_waiter(void *arg)
 
 START_TEST(gate_outside_waker)
 {
-	cpu_set_t old, one;
+	cpu_set_t old;
 	weft_thread_t t[OW_THREADS];
 	weft_stats_t s0, s1;
 	weft_attr_t a;
 	uint64_t quiet = 0;
-	int cpu = 0, counted = 0, loaded = 0;
+	int counted = 0, loaded = 0;
 
 	if (!needs("gate_outside_waker", "KICK_GATE,STEAL"))
 		return;
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
-	while (!CPU_ISSET(cpu, &old))
-		cpu++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	pin_to_one_cpu(&old);
 	wt_init_features(4, "NO_DRAIN");
 	atomic_store(&ow_woken, 0);
 	atomic_store(&ow_stop, false);
