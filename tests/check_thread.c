@@ -442,6 +442,8 @@ START_TEST(bad_input)
 
 	wt_init(_i);
 	ck_assert_int_eq(weft_spawn(&t, NULL, NULL, NULL), EINVAL);
+	/* a joinable thread needs a handle: nobody could join it */
+	ck_assert_int_eq(weft_spawn(NULL, ret_arg, NULL, NULL), EINVAL);
 	ck_assert_int_eq(weft_attr_init(NULL), EINVAL);
 	weft_attr_init(&a);
 	a.worker = weft_workers();

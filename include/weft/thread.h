@@ -55,11 +55,12 @@ WEFT_API int weft_attr_init(weft_attr_t *attr);
  * overwrote it.
  * With a gang set in attr (weft_attr_setgang) the thread becomes the gang's
  * next member, as from weft_gang_spawn (its codes and rules apply).
- * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL,
- * bad attribute: an out-of-range worker, a stack size outside
- * WEFT_STACK_MIN..WEFT_STACK_MAX, guard not 0 or 1, a non-zero reserved
- * field), EAGAIN (no memory for the thread, or stacks cannot be
- * mapped at the moment), or the error of the implicit weft_init().
+ * Returns 0 (and *t, which may be NULL for a detached thread), EINVAL (fn NULL;
+ * t NULL for a joinable thread, whose handle would be lost; a bad attribute:
+ * an out-of-range worker, a stack size outside WEFT_STACK_MIN..WEFT_STACK_MAX,
+ * guard not 0 or 1, a non-zero reserved field), EAGAIN (no memory for the
+ * thread, or stacks cannot be mapped at the moment), or the error of the
+ * implicit weft_init().
  * Context: any. */
 WEFT_API int weft_spawn(weft_thread_t *t, weft_fn_t fn, void *arg, const weft_attr_t *attr);
 
