@@ -26,9 +26,9 @@
  *                   (runtime/idle.c gate_leave), as when a worker parks
  *                   between the gate's decision and its recheck.
  * Knobs combine separated by commas (alloc, sqfull, trimslow, rescueslow
- * and guard must come first). All are off unless the variable names them; weft_init resets
- * them (wft_fault_reset_unsafe) before any worker starts. Also
- * wft_malloc, the allocator that goes through the injector.
+ * and guard must come first). All are off unless the variable names them;
+ * weft_init resets them (wft_fault_reset_unsafe) before any worker starts.
+ * Also wft_malloc, the allocator that goes through the injector.
  */
 #include "runtime/fault.h"
 

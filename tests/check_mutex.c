@@ -1201,15 +1201,6 @@ static void *sr_a(void *arg)
 	return NULL;
 }
 
-static void *sr_yielder(void *arg)
-{
-	struct sr *s = arg;
-
-	while (!atomic_load(&s->y_stop))
-		weft_yield();
-	return NULL;
-}
-
 /* B, pinned to worker 1. */
 static void *sr_b(void *arg)
 {
@@ -1241,7 +1232,7 @@ static void *sr_b(void *arg)
 	weft_attr_init(&a);
 	a.worker = 1;
 	a.stack_size = SC_STACK;
-	WT_CHECK(weft_spawn(&y, sr_yielder, s, &a) == 0);
+	WT_CHECK(weft_spawn(&y, wt_yielder, &s->y_stop, &a) == 0);
 	while (atomic_load(&s->phase) < 2)
 		weft_yield();
 	weft_stats_get(&s->p2a);

@@ -547,14 +547,6 @@ END_TEST
 
 static _Atomic int tk_stop, tk_reads;
 
-static void *tk_busy(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&tk_stop))
-		weft_yield();
-	return NULL;
-}
-
 static void *tk_reader(void *arg)
 {
 	int fd = *(int *)arg;
@@ -587,7 +579,7 @@ START_TEST(tick_park_io_wake_spins)
 	atomic_store(&tk_reads, 0);
 	weft_attr_init(&a);
 	a.worker = 0;
-	ck_assert_int_eq(weft_spawn(&b, tk_busy, NULL, &a), 0);
+	ck_assert_int_eq(weft_spawn(&b, wt_yielder, &tk_stop, &a), 0);
 	a.worker = 1;
 	ck_assert_int_eq(weft_spawn(&r, tk_reader, &p[0], &a), 0);
 	/* rounds until TK_SPUN spun (a loaded host backs spinning off for a

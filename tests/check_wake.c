@@ -99,6 +99,38 @@ static void *burst_waiter(void *arg)
 	return NULL;
 }
 
+/* The burst itself, once n waiters have been spawned: wait until they
+ * all arrived (5 s), let them block and their workers park (settle_ms),
+ * post_n all n, wait until they all ran (done_ms); the stats around the
+ * post in *s0 and *s1. */
+static void burst_fire(int n, int settle_ms, int done_ms, weft_stats_t *s0, weft_stats_t *s1)
+{
+	int spins = 0;
+
+	while (atomic_load(&burst_arrived) < n && spins++ < 5000)
+		sleep_ms(1);
+	ck_assert_int_eq(atomic_load(&burst_arrived), n);
+	sleep_ms(settle_ms);
+	stats(s0);
+	ck_assert_int_eq(weft_sem_post_n(&burst_sem, (unsigned)n), 0);
+	spins = 0;
+	while (atomic_load(&burst_done) < n && spins++ < done_ms)
+		sleep_ms(1);
+	stats(s1);
+}
+
+/* The poster's own kicks (not chained) for one post_n: at most 2. */
+static void burst_assert_direct(const char *what, const weft_stats_t *s0, const weft_stats_t *s1)
+{
+	uint64_t kicks = s1->kicks - s0->kicks, chained = s1->chain_kicks - s0->chain_kicks;
+
+	printf("burst %s: %llu kicks, %llu chained, %llu placed on an awake worker\n", what,
+	       (unsigned long long)kicks, (unsigned long long)chained,
+	       (unsigned long long)(s1->place_awake - s0->place_awake));
+	ck_assert_msg(kicks - chained <= 2, "%s: %llu kicks not chained (%llu chained) for one post_n",
+		      what, (unsigned long long)(kicks - chained), (unsigned long long)chained);
+}
+
 /* Spawned pinned to worker k: spawns its share of unpinned waiters, which
  * start (and park) on worker k, so their last workers are spread. */
 static void *burst_spawner(void *arg)
@@ -116,8 +148,6 @@ static void burst_run(int pinned)
 {
 	weft_stats_t s0, s1;
 	weft_attr_t a;
-	uint64_t direct;
-	int spins = 0;
 
 	atomic_store(&burst_arrived, 0);
 	atomic_store(&burst_done, 0);
@@ -135,27 +165,11 @@ static void burst_run(int pinned)
 						    (void *)(intptr_t)(BURST_WAITERS / BURST_WORKERS), &a), 0);
 		}
 	}
-	while (atomic_load(&burst_arrived) < BURST_WAITERS && spins++ < 5000)
-		sleep_ms(1);
-	ck_assert_int_eq(atomic_load(&burst_arrived), BURST_WAITERS);
 	/* every waiter blocked, every worker idle: they park for good */
-	sleep_ms(100);
-	stats(&s0);
-	ck_assert_int_eq(weft_sem_post_n(&burst_sem, BURST_WAITERS), 0);
-	spins = 0;
-	while (atomic_load(&burst_done) < BURST_WAITERS && spins++ < 10000)
-		sleep_ms(1);
-	stats(&s1);
+	burst_fire(BURST_WAITERS, 100, 10000, &s0, &s1);
 	wt_assert_no_failure();
 	ck_assert_int_eq(atomic_load(&burst_done), BURST_WAITERS);
-	direct = (s1.kicks - s0.kicks) - (s1.chain_kicks - s0.chain_kicks);
-	printf("burst %s: %llu kicks, %llu chained, %llu placed on an awake worker\n",
-	       pinned ? "pinned" : "unpinned", (unsigned long long)(s1.kicks - s0.kicks),
-	       (unsigned long long)(s1.chain_kicks - s0.chain_kicks),
-	       (unsigned long long)(s1.place_awake - s0.place_awake));
-	ck_assert_msg(direct <= 2, "%s: %llu kicks not chained (%llu chained) for one post_n",
-		      pinned ? "pinned" : "unpinned", (unsigned long long)direct,
-		      (unsigned long long)(s1.chain_kicks - s0.chain_kicks));
+	burst_assert_direct(pinned ? "pinned" : "unpinned", &s0, &s1);
 	if (!pinned)
 		/* R4: the batch's unpinned wakees go to the one parked worker
 		 * it kicks (workers then join by demand), not each to its own
@@ -192,22 +206,12 @@ END_TEST
 #define GR_WORKERS 8
 static _Atomic int gr_stop;
 
-static void *gr_busy(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&gr_stop))
-		weft_yield();
-	return NULL;
-}
-
 START_TEST(burst_gate_race)
 {
 	cpu_set_t old;
 	weft_stats_t s0, s1;
 	weft_attr_t a;
 	weft_thread_t b;
-	uint64_t direct;
-	int spins = 0;
 
 	if (!needs("burst_gate_race", "KICK_GATE,STEAL"))
 		return;
@@ -221,22 +225,14 @@ START_TEST(burst_gate_race)
 	ck_assert_int_eq(weft_sem_init(&burst_sem, 0), 0);
 	weft_attr_init(&a);
 	a.worker = 0;
-	ck_assert_int_eq(weft_spawn(&b, gr_busy, NULL, &a), 0);
+	ck_assert_int_eq(weft_spawn(&b, wt_yielder, &gr_stop, &a), 0);
 	a.detached = 1;
 	for (int k = 1; k < GR_WORKERS; k++) {
 		a.worker = k;
 		ck_assert_int_eq(weft_spawn(NULL, burst_waiter, NULL, &a), 0);
 	}
-	while (atomic_load(&burst_arrived) < GR_WORKERS - 1 && spins++ < 5000)
-		sleep_ms(1);
-	ck_assert_int_eq(atomic_load(&burst_arrived), GR_WORKERS - 1);
-	sleep_ms(20);   /* the waiters block, their workers park with the tick */
-	stats(&s0);
-	ck_assert_int_eq(weft_sem_post_n(&burst_sem, GR_WORKERS - 1), 0);
-	spins = 0;
-	while (atomic_load(&burst_done) < GR_WORKERS - 1 && spins++ < 5000)
-		sleep_ms(1);
-	stats(&s1);
+	/* the waiters block, their workers park with the tick */
+	burst_fire(GR_WORKERS - 1, 20, 5000, &s0, &s1);
 	atomic_store(&gr_stop, 1);
 	ck_assert_int_eq(weft_join(b, NULL), 0);
 	wt_assert_no_failure();
@@ -244,12 +240,7 @@ START_TEST(burst_gate_race)
 	weft_sem_destroy(&burst_sem);
 	wt_shutdown();
 	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
-	direct = (s1.kicks - s0.kicks) - (s1.chain_kicks - s0.chain_kicks);
-	printf("burst gate race: %llu kicks, %llu chained\n", (unsigned long long)(s1.kicks - s0.kicks),
-	       (unsigned long long)(s1.chain_kicks - s0.chain_kicks));
-	ck_assert_msg(direct <= 2, "%llu kicks not chained (%llu chained) for one post_n",
-		      (unsigned long long)direct,
-		      (unsigned long long)(s1.chain_kicks - s0.chain_kicks));
+	burst_assert_direct("gate race", &s0, &s1);
 }
 END_TEST
 
@@ -267,14 +258,13 @@ END_TEST
  * push-back until S ends and worker 0 parks. The post itself finds
  * worker 0 awake and kicks nobody, so every kick of the round is the
  * rescue's. */
-static _Atomic int rk_stop, rk_y_done, rk_s_running;
+static _Atomic int rk_stop, rk_s_running;
 static weft_sem_t rk_sem;
 
 static void *rk_y(void *arg)
 {
 	(void)arg;
 	WT_CHECK(weft_sem_wait(&rk_sem) == 0);
-	atomic_store(&rk_y_done, 1);
 	return NULL;
 }
 
@@ -324,7 +314,6 @@ START_TEST(rescue_kick_chained)
 	 * ended (then it kicks worker 0 itself), or worker 1 may not look
 	 * at the mailbox before S ends (then worker 0 drains Y itself) */
 	for (int round = 0; round < 10 && !rescued; round++) {
-		atomic_store(&rk_y_done, 0);
 		atomic_store(&rk_s_running, 0);
 		a.worker = 0;
 		ck_assert_int_eq(weft_spawn(&y, rk_y, NULL, &a), 0);
@@ -901,14 +890,6 @@ static void *reuse_x(void *arg)
 	return NULL;
 }
 
-/* keeps worker 1 awake in the pinned rounds: X's mail finds it AWAKE */
-static void *reuse_yielder(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&reuse_stop))
-		WT_CHECK(weft_yield() == 0);
-	return NULL;
-}
 
 static void *reuse_waker(void *arg)
 {
@@ -958,8 +939,9 @@ static void reuse_run(enum reuse_mode mode)
 	weft_attr_init(&a);
 	a.worker = 1;
 	ck_assert_int_eq(weft_spawn(&reuse_r, reuse_respawner, NULL, &a), 0);
+	/* keeps worker 1 awake in the pinned rounds: X's mail finds it AWAKE */
 	if (mode != REUSE_SLOT)
-		ck_assert_int_eq(weft_spawn(&y, reuse_yielder, NULL, &a), 0);
+		ck_assert_int_eq(weft_spawn(&y, wt_yielder, &reuse_stop, &a), 0);
 	a.worker = 0;
 	ck_assert_int_eq(weft_spawn(&w, reuse_waker, (void *)(uintptr_t)mode, &a), 0);
 	ck_assert_int_eq(weft_join(w, NULL), 0);

@@ -192,3 +192,10 @@ long wt_max_map_count(void)
 	}
 	return n;
 }
+
+void *wt_yielder(void *stop)
+{
+	while (!atomic_load((_Atomic int *)stop))
+		WT_CHECK(weft_yield() == 0);
+	return NULL;
+}

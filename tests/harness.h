@@ -114,4 +114,9 @@ bool wt_guard_markers(void);
 /* vm.max_map_count, or 0 if it cannot be read. */
 long wt_max_map_count(void);
 
+/* A weft thread body that yields until *stop (an _Atomic int *) is set:
+ * keeps its worker awake (pin it with weft_attr_t.worker). Each yield
+ * must return 0 (WT_CHECK). */
+void *wt_yielder(void *stop);
+
 #endif
