@@ -20,6 +20,12 @@
  *                    plus ns per spawn; the pthread form runs fib(18) (fib(30) would
  *                    create 1.6 M OS threads) and reports ns per spawn
  *   idle             CPU used by an idle runtime over 2 s, after 100 ms without work; %
+ *   busy_one         one thread computes for 1 s without yielding, every other worker
+ *                    has nothing to do: the process's CPU time per wall second
+ *                    (1.00 is the computation alone; the rest is what the idle
+ *                    workers cost meanwhile), and the worker parks per millisecond.
+ *                    Run it at WEFT_WORKERS=2, 16, 64, 256: the idle side should not
+ *                    grow with the number of workers
  *   timer            lateness of 1 ms sleeps (median and max of 200); us
  *
  * Output lines: bench=NAME impl=IMPL param=K=V,... value=X unit=U
@@ -323,6 +329,46 @@ static void *timer_once(void *arg)
 	return bench_dret((double)(bench_now_ns() - d) / 1e3);
 }
 
+/* busy_one: compute for BUSY_NS without a scheduling point; returns the
+ * process's CPU seconds per wall second over that time, and the worker
+ * parks per millisecond in *(double *)arg. */
+#define BUSY_NS 1000000000ull
+
+static void *busy_one(void *arg)
+{
+	bench_rusage_t a, b, d;
+	weft_stats_t s0, s1;
+	uint64_t t0, t;
+
+	weft_sleep_ns(50000000);   /* let the start-up settle */
+	/* one short thread on every other worker, gone before the window:
+	 * their workers go idle while this one computes (a program's parallel
+	 * phase ending in a serial one), not before it started */
+	for (int i = 1; i < weft_workers(); i++) {
+		weft_attr_t at;
+
+		weft_attr_init(&at);
+		at.worker = i;
+		at.detached = 1;
+		if (weft_spawn(NULL, nop, NULL, &at))
+			return bench_dret(-1);
+	}
+	t0 = bench_now_ns();
+	while (bench_now_ns() - t0 < 20000000)
+		;
+	weft_stats_get(&s0);
+	bench_rusage_get(&a);
+	t0 = bench_now_ns();
+	do
+		t = bench_now_ns();
+	while (t - t0 < BUSY_NS);
+	bench_rusage_get(&b);
+	weft_stats_get(&s1);
+	bench_rusage_delta(&d, &a, &b);
+	*(double *)arg = (double)(s1.parks - s0.parks) * 1e6 / (double)(t - t0);
+	return bench_dret((double)(d.user_ns + d.sys_ns) / (double)(t - t0));
+}
+
 /* ---------------------------------------------------------------------- */
 
 #define MEDIAN_OF(expr) ({ \
@@ -476,6 +522,17 @@ int main(int argc, char **argv)
 		bench_rusage_delta(&d, &a, &b);
 		bench_result(NULL, "idle_cpu", "weft", "window=2s",
 			     100.0 * (double)(d.user_ns + d.sys_ns) / (double)(bench_now_ns() - t0), "%");
+	}
+	if (bench_want(benches, "busy_one") && do_weft) {
+		double cpu[64], parks[64];
+
+		for (int i = 0; i < runs; i++)
+			cpu[i] = bench_in_weft(busy_one, &parks[i]);
+		snprintf(param, sizeof(param), "workers=%d", weft_workers());
+		bench_result(NULL, "busy_one_cpu", "weft", param, bench_median(cpu, (size_t)runs),
+			     "cpus");
+		bench_result(NULL, "busy_one_parks", "weft", param,
+			     bench_median(parks, (size_t)runs), "per_ms");
 	}
 	if (do_weft) {
 		if (getenv("WEFT_STATS"))
