@@ -238,6 +238,55 @@ static inline bool gate_on(void)
 	return wft_feat(KICK_GATE) && wft_rt.nworkers > wft_rt.ncpu;
 }
 
+/* Is some worker awake (running or looking) with threads to run? Not
+ * while weft_init starts the workers: no light thread runs before every
+ * worker has passed the start barrier (nready == nworkers), so nothing can
+ * be stranded, and a worker that parks then parks for good. Counting the
+ * workers not yet started as awake made the first ones tick while the
+ * main thread created the rest (256 workers: 27,000 parks and 0.9 s of
+ * start-up here, 35 s under qemu). seq_cst, both loads: the load half of
+ * the ndeep pattern ("Idle tick"). The last nready increment is seq_cst
+ * (worker.c) and happens before any thread runs (weft_init waits for it),
+ * so a parker that read an earlier count precedes it, and the first
+ * strand check after start-up sees the parker's ndeep. */
+static inline bool someone_awake(void)
+{
+	return (int)atomic_load_explicit(&wft_rt.nready, memory_order_seq_cst) >= wft_rt.nworkers &&
+	       atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers;
+}
+
+/* One looker ("Idle tick") only with the Kick gate off (see there). */
+static inline bool looker_mode(void)
+{
+	return !gate_on();
+}
+
+/* Take the looker role if nobody holds it (or w does already). seq_cst:
+ * the store half of the looker pattern on success; its load half on
+ * failure (a dozer's read of the role after its ndeep++). */
+static bool looker_claim(struct wft_worker *w)
+{
+	int none = 0;
+
+	if (!looker_mode() || w->looker)
+		return true;
+	w->looker = atomic_compare_exchange_strong_explicit(&wft_rt.looker, &none, w->id + 1,
+							    memory_order_seq_cst,
+							    memory_order_seq_cst);
+	return w->looker;
+}
+
+/* Give the looker role up (w found work, or every worker is idle). seq_cst:
+ * a stranding worker that reads 0 after this kicks a dozer (see "Idle
+ * tick"). Context: w's owner. */
+static void looker_drop(struct wft_worker *w)
+{
+	if (w->looker) {
+		w->looker = false;
+		atomic_store_explicit(&wft_rt.looker, 0, memory_order_seq_cst);
+	}
+}
+
 /* Take v's mailbox; w keeps the unpinned threads. Returns how many.
  * With NO_MAILBOX, remote wakes are inserted into v's private list under
  * its lock instead, and the rescue takes the unpinned threads from there
@@ -333,21 +382,53 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
 
 /* Idle tick. Work a busy worker holds without knowing others could use it
  * (a thread stranded in its next slot by a waker that keeps running,
- * runtime/worker.c I5) produces no kick. So a parked worker sleeps at most
- * IDLE_TICK_NS while some other worker is awake, then looks once (the
- * kernel's periodic load balancing, in its idle-CPU form). Cost: one
- * wakeup per millisecond per idle worker, only while the runtime has work;
- * an idle runtime still sleeps for good ("deep", counted in rt.ndeep).
- * The gap: a worker that parked deep while all were idle, and then another
- * worker wakes up by itself (its timer, I/O) and strands a thread in its
- * next slot. So a worker that leaves an unpinned thread in its next slot
- * while some worker sleeps deep and none spins gets one of them going
- * (wft_idle_strand_check; that worker then ticks while this one is
- * awake). The Dekker pair that makes it exact: the parker does ndeep++
- * then reads nidle; the waking worker did nidle-- before it ran anything,
- * and reads ndeep before it leaves the slot; all four seq_cst, so one of
- * the two loads sees the other's update. */
+ * runtime/worker.c I5; mail for a worker that computes, "Stranded mail")
+ * produces no kick. So while some worker is awake, an idle worker parks
+ * for at most IDLE_TICK_NS, then looks once at every victim (the kernel's
+ * periodic load balancing, in its idle-CPU form). An idle runtime sleeps
+ * for good ("deep", counted in rt.ndeep).
+ *
+ * One looker. Only one idle worker needs to look: the one that holds
+ * rt.looker. A worker that parks while another is awake claims the role
+ * if nobody holds it (CAS 0 -> id + 1) and ticks; the others doze: they
+ * park for DOZE_NS per worker (IDLE_TICK_NS x nworkers), counted in ndeep
+ * like deep sleepers. So the runtime makes about one looking wake-up per
+ * millisecond plus the dozers' (nworkers - 2) / nworkers, whatever the
+ * number of workers: O(1), where every idle worker ticking made
+ * nworkers - 1 wake-ups per millisecond, each looking at every victim
+ * (O(N^2) remote lines per millisecond; figures in docs/wake-path.md
+ * "The idle tick while one worker is busy"). The looker keeps the role
+ * across its quiet ticks and gives it up when it finds work (the
+ * scheduler loop's pick, wft_idle_found_work) or when every worker is
+ * idle (it parks deep like the others); the next worker that parks while
+ * one is awake claims it. Only with the Kick gate off (no more workers
+ * than CPUs): the gate may leave a kick pending only for a target whose
+ * park ends within the tick, so there every idle worker still ticks
+ * (looker_mode()).
+ *
+ * The gap: a worker that parked deep (or dozes) and then another worker
+ * wakes up by itself (its timer, I/O) or the looker leaves, and an awake
+ * worker strands a thread in its next slot or its mail. So a worker that
+ * leaves an unpinned thread there while ndeep > 0, nobody spins and
+ * nobody holds the looker role gets one deep or dozing worker going
+ * (wft_idle_strand_check; it then claims the role when it parks).
+ * The Dekker pairs that make it exact, all seq_cst:
+ *   ndeep pattern: the parker does ndeep++ then reads nidle; the waking
+ *     worker did nidle-- before it ran anything, and reads ndeep before
+ *     it leaves the slot: one of the two loads sees the other's update.
+ *   looker pattern: a dozer did ndeep++ and then read a looker; the
+ *     stranding worker reads ndeep, then looker: it sees the dozer and
+ *     either the looker (who looks within IDLE_TICK_NS) or no looker (it
+ *     kicks).
+ * Race left to the dozers' timeout: a stranding worker reads the looker
+ * role held, and the looker gives it up before its next look (it found
+ * work of its own). The thread stays stranded until a worker parks and
+ * claims the role, or a dozer's DOZE_NS ends (nworkers ms at most; a
+ * kick-free way to close it would cost a fence at every local wake). Not
+ * a lost wakeup: the thread is queued, and its own worker runs it at its
+ * next scheduling point. */
 #define IDLE_TICK_NS 1000000
+#define DOZE_NS(nworkers) ((weft_time_t)IDLE_TICK_NS * (weft_time_t)(nworkers))
 
 /* Kick chain (below): how many parked workers a woken worker wakes in
  * turn. Two makes a tree: 64 pinned targets are all awake after 6
@@ -691,8 +772,9 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
 		wft_idle_wake_one(w);
 }
 
-/* The scheduler loop's pick found work while w held the spinning slot (a
- * worker claimed by wake_one holds it when it wakes). Give it back; if a
+/* The scheduler loop's pick found work. A looker gives its role up ("Idle
+ * tick"). If w held the spinning slot (a worker claimed by wake_one holds
+ * it when it wakes), it gives it back; if a
  * worker sleeps without the idle tick, it may be the only one that would
  * look at a stranded next slot, so get it going. Not found_work()'s
  * "last spinner wakes any idle worker": that would kick the peer worker
@@ -700,6 +782,7 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
  * with the tick (weft-micro pingpong_idle 21 -> 45 us). */
 void wft_idle_found_work(struct wft_worker *w)
 {
+	looker_drop(w);
 	if (spinning(w)) {
 		wft_idle_spin_stop(w);
 		wft_idle_strand_check(w);
@@ -946,10 +1029,13 @@ static bool outside_tick(struct wft_worker *w)
 
 /* When to look again without news of work: soon while a victim strands a
  * thread in its next slot or its mail; otherwise, while some worker is
- * awake, at least every IDLE_TICK_NS (relaxed: a hint, see "Idle tick");
- * WEFT_TIME_INFINITE when every worker is idle, and then *deep: this
- * worker counted itself in ndeep (undone after the sleep). */
-static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool watch_mail, bool *deep)
+ * awake, at least every IDLE_TICK_NS for the looker and every DOZE_NS for
+ * the others (relaxed: a hint, see "Idle tick"); WEFT_TIME_INFINITE when
+ * every worker is idle. *deep: this worker counted itself in ndeep
+ * (undone after the sleep), deep or dozing; *doze: dozing (someone is
+ * awake: not a time to trim the shared stack pool). */
+static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool watch_mail, bool *deep,
+				 bool *doze)
 {
 	weft_time_t again = WEFT_TIME_INFINITE;
 
@@ -970,21 +1056,27 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 		 * whether anyone is awake; a worker that wakes up does
 		 * nidle-- (seq_cst, idle_clear) and later reads ndeep
 		 * (seq_cst) before leaving a thread in its next slot:
-		 * either we see it awake and tick, or it sees us deep
-		 * and kicks someone (wft_idle_strand_check). */
+		 * either we see it awake and tick (or doze under a
+		 * looker), or it sees us deep and kicks someone
+		 * (wft_idle_strand_check). */
 		atomic_fetch_add_explicit(&wft_rt.ndeep, 1, memory_order_seq_cst);
 		*deep = true;
 		/* ... or an OS thread makes bursts of wakes: tick too (see
 		 * "Outside waker"; only with the Kick gate on) */
-		if (atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers ||
-		    outside_tick(w)) {
-			again = wft_now() + IDLE_TICK_NS;
-			atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
-			*deep = false;
+		if (someone_awake() || outside_tick(w)) {
+			if (looker_claim(w)) {
+				again = wft_now() + IDLE_TICK_NS;
+				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
+				*deep = false;
+				return again;
+			}
+			again = wft_now() + DOZE_NS(wft_rt.nworkers);
+			*doze = true;
 		} else {
-			/* relaxed: a preference hint for wake_deep */
-			atomic_store_explicit(&w->deep, true, memory_order_relaxed);
+			looker_drop(w);
 		}
+		/* relaxed: a preference hint for wake_deep */
+		atomic_store_explicit(&w->deep, true, memory_order_relaxed);
 	}
 	return again;
 }
@@ -1012,6 +1104,7 @@ static weft_time_t park_deadline(struct wft_worker *w, bool look_again, bool wat
 				 bool *deep)
 {
 	weft_time_t deadline, again, trim_at;
+	bool doze = false;
 
 	/* relaxed: only the owner arms timers on its heap, and it is here */
 	deadline = atomic_load_explicit(&w->timers.next, memory_order_relaxed);
@@ -1021,13 +1114,13 @@ static weft_time_t park_deadline(struct wft_worker *w, bool look_again, bool wat
 			return 0;
 		deadline -= TIMER_EARLY_NS;
 	}
-	again = park_again_at(w, look_again, watch_mail, deep);
+	again = park_again_at(w, look_again, watch_mail, deep, &doze);
 	if (again < deadline) {
 		deadline = again;
 		w->tick_parked = !look_again && !watch_mail;
 		w->tick_switches = wft_worker_switches(w);
 	}
-	trim_at = park_trim_at(w, *deep);
+	trim_at = park_trim_at(w, *deep && !doze);
 	/* Not tick_parked: the flag means the periodic look of the idle
 	 * tick. A trim wakeup comes once per idle period; when the trim
 	 * comes first but the flag was set above, that wakeup skips the spin

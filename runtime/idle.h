@@ -27,19 +27,23 @@ void wft_idle_kick_peers(struct wft_worker *self); /* kick every other parked wo
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
 /* wake_one, preferring a worker parked without the idle tick (deep). */
 void wft_idle_wake_deep(struct wft_worker *self);
-/* The scheduler loop found work while w held a spinning slot: give the
- * slot back and run the strand check (idle.c; not found_work's "last
- * spinner wakes another"). Context: w's owner. */
+/* The scheduler loop found work: give up the looker role (idle.c "Idle
+ * tick"); if w held a spinning slot, give it back and run the strand
+ * check (not found_work's "last spinner wakes another"). Context: w's
+ * owner. */
 void wft_idle_found_work(struct wft_worker *w);
 /* self just left an unpinned thread in its next slot: if workers sleep
- * without the idle tick and none spins, get one going (idle.c "Idle
- * tick"). Inline: it runs at every local wake. Context: self's owner. */
+ * without the idle tick, none spins and no idle worker holds the looker
+ * role, get one going (idle.c "Idle tick"). Inline: it runs at every
+ * local wake. Context: self's owner. */
 static inline void wft_idle_strand_check(struct wft_worker *self)
 {
 	/* seq_cst: the load half of the ndeep pattern (see Idle tick);
-	 * relaxed nspinning: someone spinning will look at our next slot */
+	 * relaxed nspinning: someone spinning will look at our next slot;
+	 * seq_cst looker: the load half of the looker pattern (there) */
 	if (wft_unlikely(atomic_load_explicit(&wft_rt.ndeep, memory_order_seq_cst) > 0) &&
-	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0 &&
+	    atomic_load_explicit(&wft_rt.looker, memory_order_seq_cst) == 0)
 		wft_idle_wake_deep(self);
 }
 void wft_idle_run(struct wft_worker *w);      /* called by the scheduler loop when nothing is runnable */

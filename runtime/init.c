@@ -238,6 +238,7 @@ static void reset_unsafe(void)
 	atomic_store_explicit(&wft_rt.spin_backoff, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.nidle, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.nkicked, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.looker, 0, memory_order_relaxed);
 	for (int i = 0; i < WEFT_WORKERS_MAX / 64; i++)
 	{
 		atomic_store_explicit(&wft_rt.idle_mask[i], 0, memory_order_relaxed);

@@ -944,8 +944,10 @@ static void *worker_main(void *arg)
 	 * up its ring and kick descriptors, so nothing the application does
 	 * after weft_init() races with that setup (descriptor numbers it just
 	 * closed being reused under it; wft_idle_kick_force() reading w->ring).
-	 * release: publishes the setup to the initialising thread (acquire). */
-	atomic_fetch_add_explicit(&wft_rt.nready, 1, memory_order_release);
+	 * release: publishes the setup to the initialising thread (acquire);
+	 * seq_cst for the idle tick's ndeep pattern (idle.c someone_awake:
+	 * nobody ticks before every worker has started). */
+	atomic_fetch_add_explicit(&wft_rt.nready, 1, memory_order_seq_cst);
 	wft_futex_wake(&wft_rt.nready, 1);
 
 	/* acquire: the stop flag, re-read every round (shutdown's writes

@@ -1130,6 +1130,53 @@ START_TEST(stranded_next_slot_stolen)
 }
 END_TEST
 
+/* The same with 16 workers and the Kick gate off, while another worker
+ * computes: the idle workers park under one looker (runtime/idle.c "Idle
+ * tick"), the others doze, and the waker's strand check kicks nobody
+ * (a looker holds the role). The looker must find the stranded wakee;
+ * fails if nobody looks (the wakee waits for the waker's 3 s loop). */
+static void *strand_busy(void *arg)
+{
+	struct strand *st = arg;
+
+	while (!atomic_load(&st->stop))
+		;   /* never yields */
+	return NULL;
+}
+
+START_TEST(stranded_next_slot_looker)
+{
+	struct strand st;
+	weft_thread_t w, busy;
+	weft_attr_t a;
+	void *r;
+
+	memset(&st, 0, sizeof(st));
+	wt_init_features(16, "NO_KICK_GATE");
+	weft_attr_init(&a);
+	a.worker = 1;
+	ck_assert_int_eq(weft_spawn(&busy, strand_busy, &st, &a), 0);
+	a.worker = 0;   /* starts there; the sleeper is unpinned */
+	ck_assert_int_eq(weft_spawn(&w, strand_waker, &st, &a), 0);
+	ck_assert_int_eq(weft_join(w, &r), 0);
+	atomic_store(&st.stop, 1);
+	weft_unpark(st.sleeper);
+	ck_assert_int_eq(weft_join(st.sleeper, NULL), 0);
+	ck_assert_int_eq(weft_join(busy, NULL), 0);
+	wt_assert_no_failure();
+	if (weft_feature("STEAL") == 1 && weft_feature("NEXT_SLOT") == 1) {
+		printf("stranded_next_slot_looker: stolen after %llu us\n",
+		       (unsigned long long)(uintptr_t)r / 1000);
+		ck_assert_msg(atomic_load(&st.ran_on) != 0 && (uintptr_t)r != 0,
+			      "the sleeper was stranded behind a running waker (16 workers, looker)");
+		ck_assert_uint_lt((uintptr_t)r, 2000000000u);
+	} else {
+		wt_skip("sched/stranded_next_slot_looker: needs STEAL and NEXT_SLOT");
+	}
+	wt_shutdown();
+}
+END_TEST
+
 /* The same when the wakee enters the next slot by displacing a pinned
  * thread woken just before it (fails if that path skips the strand
  * check: the wakee stayed stranded for the waker's whole loop in 4 of 5
@@ -1892,6 +1939,100 @@ START_TEST(kick_parked_worker)
 }
 END_TEST
 
+/* One looker (runtime/idle.c "Idle tick"): while one thread computes
+ * without a scheduling point and the 15 other workers have nothing to do,
+ * one idle worker ticks for all and the others doze, so the idle side
+ * makes about two wake-ups (parks) per millisecond whatever the number of
+ * workers. Fails with every idle worker ticking (15 parks per ms). With
+ * the Kick gate off: 16 workers on 2 CPUs turn it on, and there every
+ * idle worker still ticks. */
+#define LK_W 16
+#define LK_WINDOW_NS 300000000ull
+#define LK_PARKS_PER_MS 4
+
+static void *lk_nop(void *arg)
+{
+	return arg;
+}
+
+static void lk_spin_ns(uint64_t ns)
+{
+	uint64_t t0 = weft_now_ns();
+
+	while (weft_now_ns() - t0 < ns)
+		;   /* never yields */
+}
+
+/* s[0], s[1]: the counters at both ends of the window */
+static void *lk_busy(void *arg)
+{
+	weft_stats_t *s = arg;
+	weft_attr_t at;
+
+	/* a thread on every other worker first: their workers go idle while
+	 * this one computes, not before */
+	for (int i = 1; i < LK_W; i++) {
+		weft_attr_init(&at);
+		at.worker = i;
+		at.detached = 1;
+		WT_CHECK(weft_spawn(NULL, lk_nop, NULL, &at) == 0);
+	}
+	lk_spin_ns(20000000);
+	WT_CHECK(weft_stats_get(&s[0]) == 0);
+	lk_spin_ns(LK_WINDOW_NS);
+	WT_CHECK(weft_stats_get(&s[1]) == 0);
+	return NULL;
+}
+
+START_TEST(idle_one_looker)
+{
+	weft_stats_t s[2];
+	weft_thread_t b;
+	weft_attr_t a;
+	uint64_t parks;
+
+	wt_init_features(LK_W, "NO_KICK_GATE");
+	if (weft_feature("STEAL") != 1) {
+		wt_skip("sched/idle_one_looker: STEAL is off (no idle tick)");
+		wt_shutdown();
+		return;
+	}
+	weft_attr_init(&a);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&b, lk_busy, s, &a), 0);
+	ck_assert_int_eq(weft_join(b, NULL), 0);
+	wt_assert_no_failure();
+	wt_shutdown();
+	parks = s[1].parks - s[0].parks;
+	printf("idle_one_looker: %llu parks in %llu ms with %d workers\n",
+	       (unsigned long long)parks, LK_WINDOW_NS / 1000000, LK_W);
+	ck_assert_msg(parks <= LK_PARKS_PER_MS * LK_WINDOW_NS / 1000000,
+		      "%llu parks in %llu ms while one of %d workers computed (at most %d per ms)",
+		      (unsigned long long)parks, LK_WINDOW_NS / 1000000, LK_W, LK_PARKS_PER_MS);
+}
+END_TEST
+
+/* Start-up (runtime/idle.c someone_awake): workers that have not started
+ * yet are not awake, so the ones started first park for good instead of
+ * ticking while weft_init creates the rest. Fails when they tick: 256
+ * workers made thousands of parks before weft_init returned (0.9 s of
+ * start-up here, 35 s under qemu). A worker parks about twice: once,
+ * then again after the stack cache trim's wake (idle.c "Cache trim"). */
+START_TEST(start_up_no_tick)
+{
+	enum { W = 256 };
+	weft_stats_t s;
+
+	wt_init_workers(W);
+	ck_assert_int_eq(weft_stats_get(&s), 0);
+	wt_shutdown();
+	printf("start_up_no_tick: %llu parks during weft_init of %d workers\n",
+	       (unsigned long long)s.parks, W);
+	ck_assert_msg(s.parks <= 4 * W, "%llu parks during weft_init of %d workers",
+		      (unsigned long long)s.parks, W);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -1906,11 +2047,14 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, spin_backs_off_contended);
 	tcase_add_test(tc, spin_backoff_shared);
 	tcase_add_test(tc, tick_park_io_wake_spins);
+	tcase_add_test(tc, idle_one_looker);
+	tcase_add_test(tc, start_up_no_tick);
 	tcase_add_test(tc, drain_moves_off_contended_worker);
 	tcase_add_test(tc, drain_off_moves_nothing);
 	tcase_add_test(tc, drain_keeps_needed_cpus);
 	tcase_add_test(tc, drain_drops_probe_over_quiet_spell);
 	tcase_add_test(tc, stranded_next_slot_stolen);
+	tcase_add_test(tc, stranded_next_slot_looker);
 	tcase_add_test(tc, stranded_after_displacement);
 	tcase_add_test(tc, join_loop_drains_mailbox);
 	tcase_add_test(tc, fork_join_depth_first);
