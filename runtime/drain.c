@@ -379,6 +379,9 @@ void wft_drain_idle(struct wft_worker *w)
 	}
 	w->ss_delay = (uint64_t)delay;
 	w->ss_wall = now;
+	/* WEFT_FAULT=drainfix:N holds ndrain (runtime/fault.h) */
+	if (wft_unlikely(atomic_load_explicit(&wft_fault_drainfix, memory_order_relaxed)))
+		return;
 	/* relaxed: the CAS only elects this period's controller; what it
 	 * reads is hints */
 	next = atomic_load_explicit(&wft_rt.drain_next, memory_order_relaxed);

@@ -4,8 +4,9 @@
  * io_uring SQE requests find the SQ full, WEFT_FAULT=trimslow:US makes
  * every slot a deep stack trim gives back take US microseconds more,
  * WEFT_FAULT=rescueslow:US makes a stranded-mail rescue wait US
- * microseconds before it gives the pinned threads back
- * (guard:N is runtime/stack.c's).
+ * microseconds before it gives the pinned threads back,
+ * WEFT_FAULT=drainfix:N makes the N highest-id workers drain for good
+ * (the DRAIN controller off) (guard:N is runtime/stack.c's).
  * The feature refusals make the kernel (or liburing) answer as one without
  * an io_uring feature would, so each fallback runs on a kernel that has
  * the feature:
@@ -25,8 +26,8 @@
  *                   gated kick hands that CPU to a pending worker at once
  *                   (runtime/idle.c gate_leave), as when a worker parks
  *                   between the gate's decision and its recheck.
- * Knobs combine separated by commas (alloc, sqfull, trimslow, rescueslow
- * and guard must come first). All are off unless the variable names them;
+ * Knobs combine separated by commas (alloc, sqfull, trimslow, rescueslow,
+ * drainfix and guard must come first). All are off unless the variable names them;
  * weft_init resets them (wft_fault_reset_unsafe) before any worker starts.
  * Also wft_malloc, the allocator that goes through the injector.
  */
@@ -81,6 +82,8 @@ _Atomic long wft_fault_trimslow_us;
  * microseconds between its take and its push-back, the window in which
  * the victim may drain an empty mailbox and park. 0 = off. */
 _Atomic long wft_fault_rescueslow_us;
+/* WEFT_FAULT=drainfix:N: see fault.h. */
+_Atomic long wft_fault_drainfix;
 
 void wft_fault_delay(_Atomic long *knob)
 {
@@ -142,6 +145,7 @@ void wft_fault_reset_unsafe(const char *e)
 	atomic_store_explicit(&wft_fault_sqfull_left, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_fault_trimslow_us, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_fault_rescueslow_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_fault_drainfix, 0, memory_order_relaxed);
 	if (e && strncmp(e, "alloc:", 6) == 0) {
 		atomic_store_explicit(&fault_count, 0, memory_order_relaxed);
 		atomic_store_explicit(&fault_at, atol(e + 6), memory_order_relaxed);
@@ -151,6 +155,8 @@ void wft_fault_reset_unsafe(const char *e)
 		atomic_store_explicit(&wft_fault_trimslow_us, atol(e + 9), memory_order_relaxed);
 	} else if (e && strncmp(e, "rescueslow:", 11) == 0) {
 		atomic_store_explicit(&wft_fault_rescueslow_us, atol(e + 11), memory_order_relaxed);
+	} else if (e && strncmp(e, "drainfix:", 9) == 0) {
+		atomic_store_explicit(&wft_fault_drainfix, atol(e + 9), memory_order_relaxed);
 	}
 	parse_refusals(e);
 }

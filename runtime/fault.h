@@ -53,6 +53,11 @@ extern _Atomic long wft_fault_trimslow_us;
  * (runtime/idle.c mail_rescue), as a rescuer that the host preempts
  * there does; 0 = off. relaxed loads, as trimslow. */
 extern _Atomic long wft_fault_rescueslow_us;
+/* WEFT_FAULT=drainfix:N: the DRAIN controller (runtime/drain.c) never
+ * runs and the N highest-id workers drain from the start, as after a
+ * probe that won (which a test cannot force on a quiet host); 0 = off.
+ * Read once by weft_init and the controller's entry; relaxed, as above. */
+extern _Atomic long wft_fault_drainfix;
 /* Sleep (the OS thread, nanosleep) for the microseconds *knob holds, if
  * any: the delay of trimslow and rescueslow. */
 void wft_fault_delay(_Atomic long *knob);

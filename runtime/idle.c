@@ -261,30 +261,105 @@ static inline bool looker_mode(void)
 	return !gate_on();
 }
 
+/* rt.looker: (holder id + 1) << 1, or 0; bit 0 (LOOKER_RELIED): a worker
+ * stranded a thread after the holder's last look and left it to the
+ * holder ("Idle tick"). */
+#define LOOKER_RELIED 1
+
+static inline int looker_word(struct wft_worker *w)
+{
+	return (w->id + 1) << 1;
+}
+
 /* Take the looker role if nobody holds it (or w does already). seq_cst:
- * the store half of the looker pattern on success; its load half on
- * failure (a dozer's read of the role after its ndeep++). */
+ * one RMW of the role word's modification order (see "Idle tick"). */
 static bool looker_claim(struct wft_worker *w)
 {
 	int none = 0;
 
-	if (!looker_mode() || w->looker)
+	if (w->looker)
 		return true;
-	w->looker = atomic_compare_exchange_strong_explicit(&wft_rt.looker, &none, w->id + 1,
+	w->looker = atomic_compare_exchange_strong_explicit(&wft_rt.looker, &none, looker_word(w),
 							    memory_order_seq_cst,
-							    memory_order_seq_cst);
+							    memory_order_relaxed);
 	return w->looker;
 }
 
-/* Give the looker role up (w found work, or every worker is idle). seq_cst:
- * a stranding worker that reads 0 after this kicks a dozer (see "Idle
- * tick"). Context: w's owner. */
+/* Does the looker leave with a stranded thread it was timing for a steal
+ * (a victim's next slot, worker.c I5) or mail it was watching ("Stranded
+ * mail") still there? A looker that noticed it and is called away to its
+ * own work before its next look must not take the notice with it: a
+ * strander relied on it, and the other idle workers may sleep for good.
+ * The notes stay (a watch resumes where it was when w idles again).
+ * relaxed loads: hints, as in the looks themselves; O(1) remote lines. */
+static bool left_stranded(struct wft_worker *w)
+{
+	struct wft_worker *nv = w->nx_victim, *mv = w->mw_victim;
+
+	return (nv && wft_worker_next_stranded(w, nv)) ||
+	       (mv && atomic_load_explicit(&mv->mailbox.head, memory_order_relaxed) &&
+		wft_worker_switches(mv) == w->mw_switches);
+}
+
+/* Give the looker role up (w found work of its own, every worker is
+ * idle, or w drains). If a strander relied on w since its last look, or
+ * w's last look cleared a RELIED (a strander that saw it set may have
+ * been missed by that look: see "Idle tick"), or w's last look found a
+ * thread it has not taken yet (left_stranded), w gets a deep or dozing
+ * worker going to look in its place. seq_cst exchange: an RMW of the role
+ * word, so it sees every RELIED set before it, and a strander's CAS after
+ * it fails and kicks. Context: w's owner. */
 static void looker_drop(struct wft_worker *w)
 {
 	if (w->looker) {
+		bool relied;
+
 		w->looker = false;
-		atomic_store_explicit(&wft_rt.looker, 0, memory_order_seq_cst);
+		relied = atomic_exchange_explicit(&wft_rt.looker, 0, memory_order_seq_cst) &
+			 LOOKER_RELIED;
+		relied |= w->look_cleared;
+		w->look_cleared = false;
+		if (left_stranded(w) || relied)
+			wft_idle_wake_deep(w);
 	}
+}
+
+/* The looker is about to look (its tick): stranders from now on must
+ * mark the role again. seq_cst RMW: reads from the stranders' CAS, so
+ * their slot stores are seen by the look that follows (see "Idle tick").
+ * Context: w's owner. */
+static void looker_look(struct wft_worker *w)
+{
+	if (!w->looker)
+		return;
+	/* relaxed: only a set bit needs clearing; a RELIED set after this
+	 * load stays for the next look (or the drop) */
+	w->look_cleared = atomic_load_explicit(&wft_rt.looker, memory_order_relaxed) & LOOKER_RELIED;
+	if (w->look_cleared)
+		atomic_fetch_and_explicit(&wft_rt.looker, ~LOOKER_RELIED, memory_order_seq_cst);
+}
+
+/* The strand check's slow path (idle.h): ndeep > 0 and nobody spins.
+ * Leave the thread to the looker (marking the role RELIED), or get a
+ * deep or dozing worker going. No fence: see "Idle tick" for why a
+ * strander that finds RELIED already set needs none. Context: self's
+ * owner. */
+void wft_idle_strand_slow(struct wft_worker *self)
+{
+	/* relaxed: the CAS below is the RMW that orders our slot store
+	 * before the looker's next look */
+	int v = atomic_load_explicit(&wft_rt.looker, memory_order_relaxed);
+
+	while (v != 0) {
+		if (v & LOOKER_RELIED)
+			return;
+		/* seq_cst: an RMW of the role word (see "Idle tick") */
+		if (atomic_compare_exchange_weak_explicit(&wft_rt.looker, &v, v | LOOKER_RELIED,
+							  memory_order_seq_cst,
+							  memory_order_relaxed))
+			return;
+	}
+	wft_idle_wake_deep(self);
 }
 
 /* Take v's mailbox; w keeps the unpinned threads. Returns how many.
@@ -384,49 +459,77 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  * (a thread stranded in its next slot by a waker that keeps running,
  * runtime/worker.c I5; mail for a worker that computes, "Stranded mail")
  * produces no kick. So while some worker is awake, an idle worker parks
- * for at most IDLE_TICK_NS, then looks once at every victim (the kernel's
- * periodic load balancing, in its idle-CPU form). An idle runtime sleeps
- * for good ("deep", counted in rt.ndeep).
+ * for at most IDLE_TICK_NS, then looks at the victims (try_steal, then
+ * the park re-check of every victim: the kernel's periodic load
+ * balancing, in its idle-CPU form). An idle runtime sleeps for good
+ * ("deep", counted in rt.ndeep), and so does a worker that parks while
+ * weft_init is still starting the others (someone_awake).
  *
- * One looker. Only one idle worker needs to look: the one that holds
+ * One looker. Only one idle worker needs to tick: the one that holds
  * rt.looker. A worker that parks while another is awake claims the role
- * if nobody holds it (CAS 0 -> id + 1) and ticks; the others doze: they
- * park for DOZE_NS per worker (IDLE_TICK_NS x nworkers), counted in ndeep
- * like deep sleepers. So the runtime makes about one looking wake-up per
+ * if nobody holds it (looker_claim) and ticks; the others doze: they park
+ * for DOZE_NS (IDLE_TICK_NS x nworkers), counted in ndeep like deep
+ * sleepers. So the runtime makes about one looking wake-up per
  * millisecond plus the dozers' (nworkers - 2) / nworkers, whatever the
- * number of workers: O(1), where every idle worker ticking made
- * nworkers - 1 wake-ups per millisecond, each looking at every victim
- * (O(N^2) remote lines per millisecond; figures in docs/wake-path.md
- * "The idle tick while one worker is busy"). The looker keeps the role
- * across its quiet ticks and gives it up when it finds work (the
- * scheduler loop's pick, wft_idle_found_work) or when every worker is
- * idle (it parks deep like the others); the next worker that parks while
- * one is awake claims it. Only with the Kick gate off (no more workers
- * than CPUs): the gate may leave a kick pending only for a target whose
- * park ends within the tick, so there every idle worker still ticks
- * (looker_mode()).
+ * number of workers: O(1) wake-ups, O(N) victim lines per millisecond,
+ * where every idle worker ticking made nworkers - 1 wake-ups and O(N^2)
+ * lines (figures in docs/wake-path.md "The idle tick while one worker is
+ * busy"). The looker keeps the role across its quiet ticks and gives it
+ * up (looker_drop) when it finds work (the scheduler loop's pick,
+ * wft_idle_found_work), when every worker is idle (it parks deep like the
+ * others), or when it drains (a draining worker does not look at
+ * victims, runtime/drain.c: it ticks for the drain rule without the
+ * role). The next worker that parks while one is awake claims it. Only
+ * with the Kick gate off (no more workers than CPUs): the gate may leave
+ * a kick pending only for a target whose park ends within the tick, so
+ * there every idle worker still ticks (looker_mode()).
  *
- * The gap: a worker that parked deep (or dozes) and then another worker
- * wakes up by itself (its timer, I/O) or the looker leaves, and an awake
- * worker strands a thread in its next slot or its mail. So a worker that
- * leaves an unpinned thread there while ndeep > 0, nobody spins and
- * nobody holds the looker role gets one deep or dozing worker going
- * (wft_idle_strand_check; it then claims the role when it parks).
- * The Dekker pairs that make it exact, all seq_cst:
- *   ndeep pattern: the parker does ndeep++ then reads nidle; the waking
- *     worker did nidle-- before it ran anything, and reads ndeep before
- *     it leaves the slot: one of the two loads sees the other's update.
- *   looker pattern: a dozer did ndeep++ and then read a looker; the
- *     stranding worker reads ndeep, then looker: it sees the dozer and
- *     either the looker (who looks within IDLE_TICK_NS) or no looker (it
- *     kicks).
- * Race left to the dozers' timeout: a stranding worker reads the looker
- * role held, and the looker gives it up before its next look (it found
- * work of its own). The thread stays stranded until a worker parks and
- * claims the role, or a dozer's DOZE_NS ends (nworkers ms at most; a
- * kick-free way to close it would cost a fence at every local wake). Not
- * a lost wakeup: the thread is queued, and its own worker runs it at its
- * next scheduling point. */
+ * The strand check (wft_idle_strand_check, by a worker that leaves an
+ * unpinned thread in its next slot or mail on an awake worker) is where
+ * the others rely on the looker. With ndeep > 0 and nobody spinning
+ * (a spinner looks at once, and hands on when it leaves: found_work,
+ * wft_idle_found_work), it either marks the role LOOKER_RELIED or, if
+ * nobody holds the role, gets a deep or dozing worker going
+ * (wft_idle_wake_deep; it claims the role when it parks).
+ * Races it must survive, and why no stranded thread is left to a worker
+ * that will not look:
+ *   - A worker that parked deep, then another wakes by itself (a timer,
+ *     I/O) and strands. The ndeep pattern: the parker does ndeep++ then
+ *     reads nidle; the waking worker did nidle-- before it ran anything
+ *     and reads ndeep before it leaves the slot; all seq_cst, so one of
+ *     the two loads sees the other's update (the parker ticks or dozes
+ *     under a looker, or the strander sees it deep and goes on below).
+ *   - The looker is called away before it looks (a kick for its own
+ *     mail, a timer, I/O) or drains. All changes of rt.looker are RMWs
+ *     (claim CAS, RELIED CAS, the look's fetch_and, the drop's exchange),
+ *     so they have one modification order: a strander's RELIED comes
+ *     before the drop's exchange (which sees it and wakes a deep or
+ *     dozing worker in its place) or after it (the CAS finds 0 and the
+ *     strander wakes one itself).
+ *   - The looker looks while a thread is being stranded. A strander that
+ *     finds the role without RELIED sets it with a CAS: the look's clear
+ *     (a seq_cst fetch_and) reads from that CAS or a later RMW, so the
+ *     strander's slot store happens before the look, or the bit stays
+ *     set for the next look or the drop. A strander that finds RELIED
+ *     already set does nothing more (no fence: one cost 30-40 ns at every
+ *     local wake here, 13% on an unpinned ping-pong while idle workers
+ *     dozed); its slot store may be missed by the look that clears the
+ *     bit (store buffering), so a looker whose last look cleared RELIED
+ *     also hands on if it drops before its next look (look_cleared), and
+ *     otherwise its next look, a tick later, sees the store (a store
+ *     becomes visible within a tick: store buffers drain in nanoseconds;
+ *     C11 asks for "a reasonable amount of time").
+ *   - The looker saw the thread but had not taken it when it was called
+ *     away (a next-slot steal needs two looks, worker.c I5; a mail watch
+ *     waits MAIL_STUCK_NS): left_stranded() re-checks what it was timing
+ *     (O(1)) and hands on as for RELIED.
+ * None of this is a lost wakeup in the strict sense: a stranded thread is
+ * queued, and its own worker runs it at its next scheduling point; the
+ * bound is on how long it waits while a worker is idle. Cost on the
+ * local-wake path: nothing new until ndeep > 0 and nobody spins, then a
+ * load of the role (a CAS once per look period); the looker pays one RMW
+ * per tick that follows a RELIED, and a kick when it leaves within a
+ * tick of such a look. */
 #define IDLE_TICK_NS 1000000
 #define DOZE_NS(nworkers) ((weft_time_t)IDLE_TICK_NS * (weft_time_t)(nworkers))
 
@@ -773,7 +876,7 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
 }
 
 /* The scheduler loop's pick found work. A looker gives its role up ("Idle
- * tick"). If w held the spinning slot (a worker claimed by wake_one holds
+ * tick"; what it relied on or noticed is handed on, looker_drop). If w held the spinning slot (a worker claimed by wake_one holds
  * it when it wakes), it gives it back; if a
  * worker sleeps without the idle tick, it may be the only one that would
  * look at a stranded next slot, so get it going. Not found_work()'s
@@ -984,8 +1087,13 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
 
 		if (v == w)
 			continue;
-		if (wft_worker_next_stranded(w, v))
+		if (wft_worker_next_stranded(w, v)) {
 			*look_again = true;
+			/* try_steal's first victim: with more than STEAL_TRIES
+			 * victims its rotation may not reach this one soon */
+			if (!w->steal_hint)
+				w->steal_hint = v;
+		}
 		switch (mail_watch(w, v)) {
 		case MAIL_TAKEN:
 			return true;
@@ -1064,7 +1172,14 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 		/* ... or an OS thread makes bursts of wakes: tick too (see
 		 * "Outside waker"; only with the Kick gate on) */
 		if (someone_awake() || outside_tick(w)) {
-			if (looker_claim(w)) {
+			/* a draining worker does not look at victims
+			 * (runtime/drain.c): it ticks for the drain rule,
+			 * but must not hold the role others rely on */
+			bool draining = wft_worker_draining(w);
+
+			if (draining)
+				looker_drop(w);
+			if (!looker_mode() || draining || looker_claim(w)) {
 				again = wft_now() + IDLE_TICK_NS;
 				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
 				*deep = false;
@@ -1217,6 +1332,7 @@ void wft_idle_run(struct wft_worker *w)
 	bool quiet_tick;
 
 	wft_drain_idle(w);
+	looker_look(w);
 	t = try_steal(w);
 	if (t) {
 		found_work(w, t);

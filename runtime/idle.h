@@ -27,24 +27,25 @@ void wft_idle_kick_peers(struct wft_worker *self); /* kick every other parked wo
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
 /* wake_one, preferring a worker parked without the idle tick (deep). */
 void wft_idle_wake_deep(struct wft_worker *self);
+/* The strand check's slow path: leave the thread to the looker or wake
+ * a deep or dozing worker (idle.c "Idle tick"). Context: self's owner. */
+void wft_idle_strand_slow(struct wft_worker *self);
 /* The scheduler loop found work: give up the looker role (idle.c "Idle
  * tick"); if w held a spinning slot, give it back and run the strand
  * check (not found_work's "last spinner wakes another"). Context: w's
  * owner. */
 void wft_idle_found_work(struct wft_worker *w);
 /* self just left an unpinned thread in its next slot: if workers sleep
- * without the idle tick, none spins and no idle worker holds the looker
- * role, get one going (idle.c "Idle tick"). Inline: it runs at every
- * local wake. Context: self's owner. */
+ * without the idle tick and none spins, leave it to the looker or get
+ * one of them going (idle.c "Idle tick"). Inline: it runs at every local
+ * wake. Context: self's owner. */
 static inline void wft_idle_strand_check(struct wft_worker *self)
 {
 	/* seq_cst: the load half of the ndeep pattern (see Idle tick);
-	 * relaxed nspinning: someone spinning will look at our next slot;
-	 * seq_cst looker: the load half of the looker pattern (there) */
+	 * relaxed nspinning: someone spinning will look at our next slot */
 	if (wft_unlikely(atomic_load_explicit(&wft_rt.ndeep, memory_order_seq_cst) > 0) &&
-	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0 &&
-	    atomic_load_explicit(&wft_rt.looker, memory_order_seq_cst) == 0)
-		wft_idle_wake_deep(self);
+	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+		wft_idle_strand_slow(self);
 }
 void wft_idle_run(struct wft_worker *w);      /* called by the scheduler loop when nothing is runnable */
 void wft_idle_kick_force(struct wft_worker *w);  /* shutdown: wake w whatever its state */

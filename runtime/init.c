@@ -249,7 +249,9 @@ static void reset_unsafe(void)
 	atomic_store_explicit(&wft_rt.stopping, 0, memory_order_relaxed);
 	/* DRAIN starts with every worker active (runtime/drain.c); relaxed:
 	 * no worker runs yet, and starting them orders these stores */
-	atomic_store_explicit(&wft_rt.ndrain, 0, memory_order_relaxed);
+	atomic_store_explicit(&wft_rt.ndrain,
+			      (int)atomic_load_explicit(&wft_fault_drainfix, memory_order_relaxed),
+			      memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.drain_next, 0, memory_order_relaxed);
 	atomic_store_explicit(&wft_rt.drain_busy, 0, memory_order_relaxed);
 	memset(&wft_rt.drain, 0, sizeof(wft_rt.drain));

@@ -76,6 +76,7 @@ struct wft_worker {
 	weft_time_t nx_seen;
 	bool tick_parked;                 /* the last park's deadline was the idle tick */
 	bool looker;                      /* this worker holds rt.looker (idle.c); owner */
+	bool look_cleared;                /* its last look cleared RELIED (idle.c); owner */
 	uint64_t tick_switches;           /* stats.switches at that park (owner only) */
 	_Atomic weft_time_t park_until;   /* the current park's deadline, 0 while awake or
 	                                   * not yet known (idle.c "Kick gate"); written

@@ -1177,6 +1177,111 @@ START_TEST(stranded_next_slot_looker)
 }
 END_TEST
 
+/* The looker leaves (runtime/idle.c "Idle tick"). Four workers, the Kick
+ * gate off: all idle (deep), then worker S's timer wakes it while a thread
+ * X computes on worker 0, so S parks as the looker; X spawns a lone child
+ * (into its next slot: stranded) and computes on; its strand check leaves
+ * the child to the looker. Variant 0: a thread pinned to S arrives at
+ * once and computes (the looker is called away before it could look).
+ * Variant 1 (WEFT_FAULT=drainfix:1): S = 3 drains, so it never looks at
+ * victims. Either way the child must run on another worker before X's
+ * loop ends. Failed before the fix with the child run on worker 0 after
+ * X's loop: the looker dropped the role without a word (variant 0, 5 of
+ * 5 runs), the draining worker held a role it never used (variant 1). */
+struct away {
+	_Atomic int flag, child_on, done;
+	weft_thread_t child;
+};
+
+static void *away_child(void *arg)
+{
+	struct away *aw = arg;
+
+	atomic_store(&aw->child_on, weft_worker_id());
+	atomic_store(&aw->done, 1);
+	return NULL;
+}
+
+/* computes until the child ran, 2 s at most; never yields */
+static void *away_compute(void *arg)
+{
+	struct away *aw = arg;
+	uint64_t t0 = weft_now_ns();
+
+	while (!atomic_load(&aw->done) && weft_now_ns() - t0 < 2000000000ull)
+		;
+	return NULL;
+}
+
+static void *away_x(void *arg)
+{
+	struct away *aw = arg;
+
+	uint64_t t0 = weft_now_ns();
+
+	while (weft_now_ns() - t0 < 30000000)
+		;   /* S wakes by its timer meanwhile and parks */
+	WT_CHECK(weft_spawn(&aw->child, away_child, aw, NULL) == 0);
+	atomic_store(&aw->flag, 1);
+	away_compute(aw);
+	return NULL;
+}
+
+static void *away_sleeper(void *arg)
+{
+	weft_sleep_ns(30000000);
+	return arg;
+}
+
+START_TEST(stranded_looker_leaves)
+{
+	struct away aw;
+	weft_thread_t x, sl, busy = NULL;
+	weft_attr_t a;
+	int s = _i == 0 ? 1 : 3;
+	uint64_t t0;
+
+	memset(&aw, 0, sizeof(aw));
+	atomic_store(&aw.child_on, -1);
+	if (_i == 1)
+		ck_assert_int_eq(setenv("WEFT_FAULT", "drainfix:1", 1), 0);
+	wt_init_features(4, "NO_KICK_GATE");
+	if (_i == 1)
+		ck_assert_int_eq(unsetenv("WEFT_FAULT"), 0);
+	usleep(20000);   /* every worker idle: they park for good */
+	weft_attr_init(&a);
+	a.worker = s;
+	ck_assert_int_eq(weft_spawn(&sl, away_sleeper, NULL, &a), 0);
+	usleep(20000);
+	a.worker = 0;
+	ck_assert_int_eq(weft_spawn(&x, away_x, &aw, &a), 0);
+	/* spin, not sleep: the looker must not get a look in first */
+	t0 = weft_now_ns();
+	while (!atomic_load(&aw.flag) && weft_now_ns() - t0 < 5000000000ull)
+		;
+	ck_assert_int_eq(atomic_load(&aw.flag), 1);
+	if (_i == 0) {
+		a.worker = s;
+		ck_assert_int_eq(weft_spawn(&busy, away_compute, &aw, &a), 0);
+	}
+	ck_assert_int_eq(weft_join(x, NULL), 0);
+	ck_assert_int_eq(weft_join(aw.child, NULL), 0);
+	ck_assert_int_eq(weft_join(sl, NULL), 0);
+	if (busy)
+		ck_assert_int_eq(weft_join(busy, NULL), 0);
+	wt_assert_no_failure();
+	if (weft_feature("STEAL") == 1 && weft_feature("NEXT_SLOT") == 1) {
+		printf("stranded_looker_leaves/%d: the child ran on worker %d\n", _i,
+		       atomic_load(&aw.child_on));
+		ck_assert_msg(atomic_load(&aw.child_on) != 0,
+			      "variant %d: the stranded child waited for its spawner's loop", _i);
+	} else {
+		wt_skip("sched/stranded_looker_leaves: needs STEAL and NEXT_SLOT");
+	}
+	wt_shutdown();
+}
+END_TEST
+
 /* The same when the wakee enters the next slot by displacing a pinned
  * thread woken just before it (fails if that path skips the strand
  * check: the wakee stayed stranded for the waker's whole loop in 4 of 5
@@ -2055,6 +2160,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, drain_drops_probe_over_quiet_spell);
 	tcase_add_test(tc, stranded_next_slot_stolen);
 	tcase_add_test(tc, stranded_next_slot_looker);
+	tcase_add_loop_test(tc, stranded_looker_leaves, 0, 2);
 	tcase_add_test(tc, stranded_after_displacement);
 	tcase_add_test(tc, join_loop_drains_mailbox);
 	tcase_add_test(tc, fork_join_depth_first);
