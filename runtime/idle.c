@@ -255,11 +255,6 @@ static inline bool someone_awake(void)
 	       atomic_load_explicit(&wft_rt.nidle, memory_order_seq_cst) < wft_rt.nworkers;
 }
 
-/* One looker ("Idle tick") only with the Kick gate off (see there). */
-static inline bool looker_mode(void)
-{
-	return !gate_on();
-}
 
 /* rt.looker: (holder id + 1) << 1, or 0; bit 0 (LOOKER_RELIED): a worker
  * stranded a thread after the holder's last look and left it to the
@@ -295,33 +290,44 @@ static bool looker_claim(struct wft_worker *w)
 static bool left_stranded(struct wft_worker *w)
 {
 	struct wft_worker *nv = w->nx_victim, *mv = w->mw_victim;
+	bool left = false;
 
-	return (nv && wft_worker_next_stranded(w, nv)) ||
-	       (mv && atomic_load_explicit(&mv->mailbox.head, memory_order_relaxed) &&
-		wft_worker_switches(mv) == w->mw_switches);
+	if (wft_unlikely(nv != NULL)) {
+		/* handed on or stale: forget it either way (the next idle
+		 * period notes afresh; a stale note cost a look per pick) */
+		left = wft_worker_next_stranded(w, nv);
+		w->nx_victim = NULL;
+	}
+	if (wft_unlikely(mv != NULL)) {
+		if (atomic_load_explicit(&mv->mailbox.head, memory_order_relaxed) &&
+		    wft_worker_switches(mv) == w->mw_switches)
+			left = true;     /* kept: the watch goes on when we idle */
+		else
+			w->mw_victim = NULL;
+	}
+	return left;
 }
 
 /* Give the looker role up (w found work of its own, every worker is
- * idle, or w drains). If a strander relied on w since its last look, or
- * w's last look cleared a RELIED (a strander that saw it set may have
- * been missed by that look: see "Idle tick"), or w's last look found a
- * thread it has not taken yet (left_stranded), w gets a deep or dozing
- * worker going to look in its place. seq_cst exchange: an RMW of the role
- * word, so it sees every RELIED set before it, and a strander's CAS after
- * it fails and kicks. Context: w's owner. */
-static void looker_drop(struct wft_worker *w)
+ * idle, or w drains). Returns whether w owes a look: a strander relied
+ * on w since its last look, or w cleared a RELIED and no complete
+ * re-check since found the victims clean (look_cleared, see "Idle
+ * tick"); the caller then gets a deep or dozing worker going, or keeps
+ * looking itself. seq_cst exchange: an RMW of the role word, so it sees
+ * every RELIED set before it, and a strander's CAS after it fails and
+ * kicks. Context: w's owner. */
+static bool looker_drop(struct wft_worker *w)
 {
-	if (w->looker) {
-		bool relied;
+	bool owed = false;
 
+	if (w->looker) {
 		w->looker = false;
-		relied = atomic_exchange_explicit(&wft_rt.looker, 0, memory_order_seq_cst) &
-			 LOOKER_RELIED;
-		relied |= w->look_cleared;
+		owed = atomic_exchange_explicit(&wft_rt.looker, 0, memory_order_seq_cst) &
+		       LOOKER_RELIED;
+		owed |= w->look_cleared;
 		w->look_cleared = false;
-		if (left_stranded(w) || relied)
-			wft_idle_wake_deep(w);
 	}
+	return owed;
 }
 
 /* The looker is about to look (its tick): stranders from now on must
@@ -330,20 +336,23 @@ static void looker_drop(struct wft_worker *w)
  * Context: w's owner. */
 static void looker_look(struct wft_worker *w)
 {
-	if (!w->looker)
-		return;
 	/* relaxed: only a set bit needs clearing; a RELIED set after this
 	 * load stays for the next look (or the drop) */
-	w->look_cleared = atomic_load_explicit(&wft_rt.looker, memory_order_relaxed) & LOOKER_RELIED;
-	if (w->look_cleared)
-		atomic_fetch_and_explicit(&wft_rt.looker, ~LOOKER_RELIED, memory_order_seq_cst);
+	if (!w->looker ||
+	    !(atomic_load_explicit(&wft_rt.looker, memory_order_relaxed) & LOOKER_RELIED))
+		return;
+	atomic_fetch_and_explicit(&wft_rt.looker, ~LOOKER_RELIED, memory_order_seq_cst);
+	/* owed until a complete re-check finds the victims clean
+	 * (park_recheck_victims): one look may not take everything */
+	w->look_cleared = true;
 }
 
-/* The strand check's slow path (idle.h): ndeep > 0 and nobody spins.
- * Leave the thread to the looker (marking the role RELIED), or get a
- * deep or dozing worker going. No fence: see "Idle tick" for why a
- * strander that finds RELIED already set needs none. Context: self's
- * owner. */
+/* The strand check's slow path (idle.h): ndeep > 0. Leave the thread to
+ * the looker (marking the role RELIED, also when someone spins: a
+ * spinner may end its spin without having seen it), or to a spinner if
+ * nobody holds the role, or get a deep or dozing worker going. No fence:
+ * see "Idle tick" for why a strander that finds RELIED already set needs
+ * none. Context: self's owner. */
 void wft_idle_strand_slow(struct wft_worker *self)
 {
 	/* relaxed: the CAS below is the RMW that orders our slot store
@@ -359,7 +368,10 @@ void wft_idle_strand_slow(struct wft_worker *self)
 							  memory_order_relaxed))
 			return;
 	}
-	wft_idle_wake_deep(self);
+	/* relaxed: a spinner will look at our slot (and note it at its
+	 * park's re-check) */
+	if (atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+		wft_idle_wake_deep(self);
 }
 
 /* Take v's mailbox; w keeps the unpinned threads. Returns how many.
@@ -479,33 +491,46 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  * wft_idle_found_work), when every worker is idle (it parks deep like the
  * others), or when it drains (a draining worker does not look at
  * victims, runtime/drain.c: it ticks for the drain rule without the
- * role). The next worker that parks while one is awake claims it. Only
- * with the Kick gate off (no more workers than CPUs): the gate may leave
- * a kick pending only for a target whose park ends within the tick, so
- * there every idle worker still ticks (looker_mode()).
+ * role). The next worker that parks while one is awake claims it. With
+ * the Kick gate on (more workers than CPUs) the gate may leave a kick
+ * pending only for a target whose park ends within the tick, so a worker
+ * without the role still ticks where a gated kick may wait for it: in the
+ * first tick of an idle period while the CPUs are taken, and while an OS
+ * thread makes bursts of wakes (gate_wants_tick); with one busy thread
+ * the others doze there too.
  *
  * The strand check (wft_idle_strand_check, by a worker that leaves an
  * unpinned thread in its next slot or mail on an awake worker) is where
- * the others rely on the looker. With ndeep > 0 and nobody spinning
- * (a spinner looks at once, and hands on when it leaves: found_work,
- * wft_idle_found_work), it either marks the role LOOKER_RELIED or, if
- * nobody holds the role, gets a deep or dozing worker going
- * (wft_idle_wake_deep; it claims the role when it parks).
- * Races it must survive, and why no stranded thread is left to a worker
- * that will not look:
+ * the others rely on the looker. With ndeep > 0 it marks the role
+ * LOOKER_RELIED (a CAS, once per look period), or, if nobody holds the
+ * role, leaves the thread to a spinner if one spins and otherwise gets a
+ * deep or dozing worker going (wft_idle_wake_deep; it claims the role
+ * when it parks).
+ * What a worker owes, and how it is handed on: the holder owes a look
+ * from a RELIED until a complete park re-check finds no unpinned thread
+ * in any victim's next slot and no mail watched (look_cleared, cleared
+ * there, not by the look itself: one look may not take everything, a
+ * next-slot steal needs two looks, worker.c I5, and try_steal visits 8
+ * victims); any idle worker owes what its re-check noted (a next slot it
+ * is timing, mail it watches) while that is still there (left_stranded,
+ * O(1)). A worker that leaves idle owing (wft_idle_found_work), or a
+ * holder that drains, wakes a deep or dozing worker in its place; a
+ * holder that finds every worker idle but owes keeps ticking instead of
+ * going deep (the strander may have woken after its nidle load, and it
+ * may be the only idle worker).
+ * Races it must survive:
  *   - A worker that parked deep, then another wakes by itself (a timer,
  *     I/O) and strands. The ndeep pattern: the parker does ndeep++ then
  *     reads nidle; the waking worker did nidle-- before it ran anything
  *     and reads ndeep before it leaves the slot; all seq_cst, so one of
  *     the two loads sees the other's update (the parker ticks or dozes
- *     under a looker, or the strander sees it deep and goes on below).
+ *     under a looker, or the strander sees it deep and goes on above).
  *   - The looker is called away before it looks (a kick for its own
  *     mail, a timer, I/O) or drains. All changes of rt.looker are RMWs
  *     (claim CAS, RELIED CAS, the look's fetch_and, the drop's exchange),
  *     so they have one modification order: a strander's RELIED comes
- *     before the drop's exchange (which sees it and wakes a deep or
- *     dozing worker in its place) or after it (the CAS finds 0 and the
- *     strander wakes one itself).
+ *     before the drop's exchange (which sees it: the holder owes) or
+ *     after it (the CAS finds 0 and the strander wakes one itself).
  *   - The looker looks while a thread is being stranded. A strander that
  *     finds the role without RELIED sets it with a CAS: the look's clear
  *     (a seq_cst fetch_and) reads from that CAS or a later RMW, so the
@@ -514,22 +539,23 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  *     already set does nothing more (no fence: one cost 30-40 ns at every
  *     local wake here, 13% on an unpinned ping-pong while idle workers
  *     dozed); its slot store may be missed by the look that clears the
- *     bit (store buffering), so a looker whose last look cleared RELIED
- *     also hands on if it drops before its next look (look_cleared), and
- *     otherwise its next look, a tick later, sees the store (a store
- *     becomes visible within a tick: store buffers drain in nanoseconds;
- *     C11 asks for "a reasonable amount of time").
- *   - The looker saw the thread but had not taken it when it was called
- *     away (a next-slot steal needs two looks, worker.c I5; a mail watch
- *     waits MAIL_STUCK_NS): left_stranded() re-checks what it was timing
- *     (O(1)) and hands on as for RELIED.
+ *     bit (store buffering), but the holder owes until a later complete
+ *     re-check finds the victims clean, and by then the store is visible
+ *     (a store becomes visible within a tick: store buffers drain in
+ *     nanoseconds; C11 asks for "a reasonable amount of time").
+ *   - A strander that left its thread to a spinner: the spinner takes it,
+ *     or its park's re-check notes it (and it owes it), or the role's
+ *     RELIED, set whenever the role is held, covers it.
+ * Left to the dozers' timeout (DOZE_NS): a strander that read ndeep == 0
+ * while a dozer was on its way down relies on nobody; the dozer looks
+ * when its park ends, or is kicked by a later strander.
  * None of this is a lost wakeup in the strict sense: a stranded thread is
  * queued, and its own worker runs it at its next scheduling point; the
  * bound is on how long it waits while a worker is idle. Cost on the
- * local-wake path: nothing new until ndeep > 0 and nobody spins, then a
- * load of the role (a CAS once per look period); the looker pays one RMW
- * per tick that follows a RELIED, and a kick when it leaves within a
- * tick of such a look. */
+ * local-wake path: nothing new while ndeep == 0; then a call and a load
+ * of the role (a CAS once per look period). While workers doze, ndeep >
+ * 0 is the normal state of a busy runtime. The looker pays one RMW per
+ * tick that follows a RELIED, and a kick when it leaves owing. */
 #define IDLE_TICK_NS 1000000
 #define DOZE_NS(nworkers) ((weft_time_t)IDLE_TICK_NS * (weft_time_t)(nworkers))
 
@@ -885,11 +911,15 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
  * with the tick (weft-micro pingpong_idle 21 -> 45 us). */
 void wft_idle_found_work(struct wft_worker *w)
 {
-	looker_drop(w);
+	/* both: each forgets what it owed */
+	bool owed = looker_drop(w) | left_stranded(w);
+
 	if (spinning(w)) {
 		wft_idle_spin_stop(w);
 		wft_idle_strand_check(w);
 	}
+	if (wft_unlikely(owed))
+		wft_idle_wake_deep(w);
 }
 
 /* This OS thread's CPU time (ns), or 0 if unavailable. */
@@ -1082,23 +1112,33 @@ static bool idle_spin(struct wft_worker *w)
  * the park must be cancelled: there is work to take now. */
 static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *watch_mail)
 {
+	bool clean = true;   /* no unpinned next-slot thread, no mail watched */
+
+	if (w->nx_victim && !wft_worker_next_stranded(w, w->nx_victim))
+		w->nx_victim = NULL;   /* stale: let this scan note another */
 	for (int i = 0; i < wft_rt.nworkers; i++) {
 		struct wft_worker *v = wft_rt.workers[i];
 
 		if (v == w)
 			continue;
-		if (wft_worker_next_stranded(w, v)) {
+		switch (wft_worker_next_look(w, v)) {
+		case WFT_NX_CONFIRMED:
 			*look_again = true;
 			/* try_steal's first victim: with more than STEAL_TRIES
 			 * victims its rotation may not reach this one soon */
 			if (!w->steal_hint)
 				w->steal_hint = v;
+			/* fall through */
+		case WFT_NX_SEEN:
+			clean = false;
+			break;
 		}
 		switch (mail_watch(w, v)) {
 		case MAIL_TAKEN:
 			return true;
 		case MAIL_WATCHING:
 			*watch_mail = true;
+			clean = false;
 			break;
 		}
 		if (wft_runq_has_work(v)) {
@@ -1112,6 +1152,10 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
 			atomic_store_explicit(&v->rq.split_req, 1, memory_order_relaxed);
 		}
 	}
+	/* a complete look found nothing stranded: what a cleared RELIED
+	 * stood for is done ("Idle tick") */
+	if (clean)
+		w->look_cleared = false;
 	return false;
 }
 
@@ -1122,6 +1166,14 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
  * without running anything goes deep: without that bound, 64 idle
  * workers on 2 CPUs woke every millisecond while the poster ran, which
  * cost an unpinned sembench at 64 workers about half its throughput. */
+/* w's idle period (cache_trim's: no switch since it began) is not yet a
+ * tick old. Our own counter and idle period (only this worker writes
+ * them). */
+static inline bool idle_fresh(struct wft_worker *w, weft_time_t now)
+{
+	return w->stats.switches != w->idle_switches || now - w->idle_since < IDLE_TICK_NS;
+}
+
 static bool outside_tick(struct wft_worker *w)
 {
 	weft_time_t now;
@@ -1129,10 +1181,23 @@ static bool outside_tick(struct wft_worker *w)
 	if (!gate_on())
 		return false;   /* and no clock read */
 	now = wft_now();
-	if (!os_waker_recent(now))
-		return false;
-	/* our own counter and idle period (only this worker writes them) */
-	return w->stats.switches != w->idle_switches || now - w->idle_since < IDLE_TICK_NS;
+	return os_waker_recent(now) && idle_fresh(w, now);
+}
+
+/* With the Kick gate on, a worker that cannot hold the looker role still
+ * ticks (instead of dozing) where a gated kick may have to wait for it:
+ * while an OS thread makes bursts of wakes ("Outside waker"), and in the
+ * first tick of its idle period when the CPUs are taken (the gate defers
+ * kicks only then, and only for a park bounded by the tick). Not later:
+ * a worker awake for its tick counts in the demand, and 255 idle workers
+ * on 2 CPUs kept each other ticking that way (90 wake-ups per ms with one
+ * busy thread). One busy thread among idle workers takes fewer CPUs than
+ * there are: they doze. cpu_demand: seq_cst loads, a hint here (a wrong
+ * guess costs a kick that was not deferred, or a tick). */
+static bool gate_wants_tick(struct wft_worker *w, bool outside)
+{
+	return gate_on() &&
+	       (outside || (idle_fresh(w, wft_now()) && cpu_demand(false) >= wft_rt.ncpu));
 }
 
 /* When to look again without news of work: soon while a victim strands a
@@ -1171,15 +1236,17 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 		*deep = true;
 		/* ... or an OS thread makes bursts of wakes: tick too (see
 		 * "Outside waker"; only with the Kick gate on) */
-		if (someone_awake() || outside_tick(w)) {
+		bool outside = outside_tick(w);
+
+		if (outside || someone_awake()) {
 			/* a draining worker does not look at victims
 			 * (runtime/drain.c): it ticks for the drain rule,
 			 * but must not hold the role others rely on */
 			bool draining = wft_worker_draining(w);
 
-			if (draining)
-				looker_drop(w);
-			if (!looker_mode() || draining || looker_claim(w)) {
+			if (draining && looker_drop(w))
+				wft_idle_wake_deep(w);
+			if (draining || looker_claim(w) || gate_wants_tick(w, outside)) {
 				again = wft_now() + IDLE_TICK_NS;
 				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
 				*deep = false;
@@ -1187,8 +1254,15 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 			}
 			again = wft_now() + DOZE_NS(wft_rt.nworkers);
 			*doze = true;
-		} else {
-			looker_drop(w);
+		} else if (looker_drop(w)) {
+			/* all idle, but a strander relied on us since our
+			 * last clean look: it may have woken after our nidle
+			 * load, with us the only idle worker to wake. Wake
+			 * another if there is one, and look again anyway */
+			wft_idle_wake_deep(w);
+			atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
+			*deep = false;
+			return wft_now() + IDLE_TICK_NS;
 		}
 		/* relaxed: a preference hint for wake_deep */
 		atomic_store_explicit(&w->deep, true, memory_order_relaxed);

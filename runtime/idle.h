@@ -27,8 +27,9 @@ void wft_idle_kick_peers(struct wft_worker *self); /* kick every other parked wo
 void wft_idle_wake_one(struct wft_worker *self);  /* there is surplus work: get a worker spinning */
 /* wake_one, preferring a worker parked without the idle tick (deep). */
 void wft_idle_wake_deep(struct wft_worker *self);
-/* The strand check's slow path: leave the thread to the looker or wake
- * a deep or dozing worker (idle.c "Idle tick"). Context: self's owner. */
+/* The strand check's slow path: leave the thread to the looker or a
+ * spinner, or wake a deep or dozing worker (idle.c "Idle tick").
+ * Context: self's owner. */
 void wft_idle_strand_slow(struct wft_worker *self);
 /* The scheduler loop found work: give up the looker role (idle.c "Idle
  * tick"); if w held a spinning slot, give it back and run the strand
@@ -36,15 +37,13 @@ void wft_idle_strand_slow(struct wft_worker *self);
  * owner. */
 void wft_idle_found_work(struct wft_worker *w);
 /* self just left an unpinned thread in its next slot: if workers sleep
- * without the idle tick and none spins, leave it to the looker or get
+ * without the idle tick, leave it to the looker, or to a spinner, or get
  * one of them going (idle.c "Idle tick"). Inline: it runs at every local
  * wake. Context: self's owner. */
 static inline void wft_idle_strand_check(struct wft_worker *self)
 {
-	/* seq_cst: the load half of the ndeep pattern (see Idle tick);
-	 * relaxed nspinning: someone spinning will look at our next slot */
-	if (wft_unlikely(atomic_load_explicit(&wft_rt.ndeep, memory_order_seq_cst) > 0) &&
-	    atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
+	/* seq_cst: the load half of the ndeep pattern (see Idle tick) */
+	if (atomic_load_explicit(&wft_rt.ndeep, memory_order_seq_cst) > 0)
 		wft_idle_strand_slow(self);
 }
 void wft_idle_run(struct wft_worker *w);      /* called by the scheduler loop when nothing is runnable */

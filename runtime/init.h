@@ -33,8 +33,9 @@ struct wft_runtime {
 	_Atomic int nidle;                /* workers that announced idle (parked or parking) */
 	_Atomic int ndeep;                /* idle workers parking without the idle tick,
 	                                   * deep or dozing (idle.c "Idle tick") */
-	_Atomic int looker;               /* id + 1 of the idle worker that ticks for the
-	                                   * others, 0 = none (idle.c "Idle tick") */
+	_Atomic int looker;               /* (id + 1) << 1 of the idle worker that ticks
+	                                   * for the others, 0 = none; bit 0: a strander
+	                                   * relied on it (idle.c "Idle tick") */
 	_Atomic int nkicked;              /* workers kicked that have not stored AWAKE yet
 	                                   * (idle.c "Kick gate") */
 	_Atomic uint64_t idle_mask[WEFT_WORKERS_MAX / 64]; /* bit i: worker i parked */

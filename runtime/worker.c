@@ -647,6 +647,27 @@ bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *v)
 	return t && !(val & WFT_NEXT_PINNED) && nx_unchanged(w, v, t, switches_of(v));
 }
 
+int wft_worker_next_look(struct wft_worker *w, struct wft_worker *v)
+{
+	/* relaxed: hints, re-validated by wft_worker_steal_next */
+	uintptr_t val = atomic_load_explicit(&v->next, memory_order_relaxed);
+	struct weft_thread *t = wft_next_untag(val);
+	uint64_t sw;
+
+	if (!t || (val & WFT_NEXT_PINNED))
+		return WFT_NX_NONE;
+	sw = switches_of(v);
+	if (nx_unchanged(w, v, t, sw))
+		return WFT_NX_CONFIRMED;
+	if (!w->nx_victim || w->nx_victim == v) {
+		w->nx_victim = v;
+		w->nx_thread = t;
+		w->nx_switches = sw;
+		w->nx_seen = wft_now();
+	}
+	return WFT_NX_SEEN;
+}
+
 struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worker *v)
 {
 	/* relaxed: the value alone decides (pinned tag, identity); the CAS
