@@ -1101,23 +1101,50 @@ static void *strand_waker(void *arg)
 	return (void *)(uintptr_t)(atomic_load(&st->ran_at) ? atomic_load(&st->ran_at) - t0 : 0);
 }
 
-START_TEST(stranded_next_slot_stolen)
+/* keeps worker 1 awake (strand_run's busy) */
+static void *strand_busy(void *arg)
 {
-	struct strand st;
-	weft_thread_t w;
+	struct strand *st = arg;
+
+	while (!atomic_load(&st->stop))
+		;   /* never yields */
+	return NULL;
+}
+
+/* Start the runtime (n workers, features), run strand_waker on worker 0
+ * (with strand_busy on worker 1 if busy), and clean up its threads.
+ * Returns the waker's result; the runtime is left running (the callers
+ * read its features, then shut it down). */
+static uintptr_t strand_run(struct strand *st, int n, const char *features, bool busy)
+{
+	weft_thread_t w, b = NULL;
 	weft_attr_t a;
 	void *r;
 
-	memset(&st, 0, sizeof(st));
-	wt_init_workers(2);
+	memset(st, 0, sizeof(*st));
+	wt_init_features(n, features);
 	weft_attr_init(&a);
+	if (busy) {
+		a.worker = 1;
+		ck_assert_int_eq(weft_spawn(&b, strand_busy, st, &a), 0);
+	}
 	a.worker = 0;   /* starts there; the sleeper is unpinned */
-	ck_assert_int_eq(weft_spawn(&w, strand_waker, &st, &a), 0);
+	ck_assert_int_eq(weft_spawn(&w, strand_waker, st, &a), 0);
 	ck_assert_int_eq(weft_join(w, &r), 0);
-	atomic_store(&st.stop, 1);
-	weft_unpark(st.sleeper);
-	ck_assert_int_eq(weft_join(st.sleeper, NULL), 0);
+	atomic_store(&st->stop, 1);
+	weft_unpark(st->sleeper);
+	ck_assert_int_eq(weft_join(st->sleeper, NULL), 0);
+	if (b)
+		ck_assert_int_eq(weft_join(b, NULL), 0);
 	wt_assert_no_failure();
+	return (uintptr_t)r;
+}
+
+START_TEST(stranded_next_slot_stolen)
+{
+	struct strand st;
+	uintptr_t r = strand_run(&st, 2, wt_features, false);
+
 	if (weft_feature("STEAL") == 1 && weft_feature("NEXT_SLOT") == 1 &&
 	    atomic_load(&st.ran_on) == 0 && (uintptr_t)r == 0)
 		ck_abort_msg("the sleeper was stranded behind a running waker");
@@ -1132,38 +1159,15 @@ END_TEST
 
 /* The same with 16 workers and the Kick gate off, while another worker
  * computes: the idle workers park under one looker (runtime/idle.c "Idle
- * tick"), the others doze, and the waker's strand check kicks nobody
- * (a looker holds the role). The looker must find the stranded wakee;
- * fails if nobody looks (the wakee waits for the waker's 3 s loop). */
-static void *strand_busy(void *arg)
-{
-	struct strand *st = arg;
-
-	while (!atomic_load(&st->stop))
-		;   /* never yields */
-	return NULL;
-}
-
+ * tick"), the others doze, and the waker's strand check marks the role
+ * relied on instead of kicking. Someone must find the stranded wakee
+ * (the looker at its tick, or a dozer); fails if nobody looks (the wakee
+ * waits for the waker's 3 s loop). */
 START_TEST(stranded_next_slot_looker)
 {
 	struct strand st;
-	weft_thread_t w, busy;
-	weft_attr_t a;
-	void *r;
+	uintptr_t r = strand_run(&st, 16, "NO_KICK_GATE", true);
 
-	memset(&st, 0, sizeof(st));
-	wt_init_features(16, "NO_KICK_GATE");
-	weft_attr_init(&a);
-	a.worker = 1;
-	ck_assert_int_eq(weft_spawn(&busy, strand_busy, &st, &a), 0);
-	a.worker = 0;   /* starts there; the sleeper is unpinned */
-	ck_assert_int_eq(weft_spawn(&w, strand_waker, &st, &a), 0);
-	ck_assert_int_eq(weft_join(w, &r), 0);
-	atomic_store(&st.stop, 1);
-	weft_unpark(st.sleeper);
-	ck_assert_int_eq(weft_join(st.sleeper, NULL), 0);
-	ck_assert_int_eq(weft_join(busy, NULL), 0);
-	wt_assert_no_failure();
 	if (weft_feature("STEAL") == 1 && weft_feature("NEXT_SLOT") == 1) {
 		printf("stranded_next_slot_looker: stolen after %llu us\n",
 		       (unsigned long long)(uintptr_t)r / 1000);
