@@ -270,15 +270,21 @@ static inline int looker_word(struct wft_worker *w)
  * one RMW of the role word's modification order (see "Idle tick"). */
 static bool looker_claim(struct wft_worker *w)
 {
-	int none = 0;
+	int v;
 
 	if (w->looker)
 		return true;
 	/* relaxed pre-check: a held role costs a shared read, not an RMW
-	 * (every park of a busy runtime comes here) */
-	if (atomic_load_explicit(&wft_rt.looker, memory_order_relaxed) != 0)
+	 * (every park of a busy runtime comes here). A stale holder read
+	 * here makes us doze with nobody ticking: a strander then finds the
+	 * role empty and kicks, so only the DOZE_NS case of "Idle tick" can
+	 * come of it. */
+	v = atomic_load_explicit(&wft_rt.looker, memory_order_relaxed);
+	if (v & ~LOOKER_RELIED)
 		return false;
-	w->looker = atomic_compare_exchange_strong_explicit(&wft_rt.looker, &none, looker_word(w),
+	/* an orphan RELIED (a strander that found the role empty and left
+	 * its thread to a spinner) comes with the role: we owe that look */
+	w->looker = atomic_compare_exchange_strong_explicit(&wft_rt.looker, &v, looker_word(w) | v,
 							    memory_order_seq_cst,
 							    memory_order_relaxed);
 	return w->looker;
@@ -288,13 +294,15 @@ static bool looker_claim(struct wft_worker *w)
  * called away hands it on: the thief's own delay (worker.c I5). */
 #define NEXT_HAND_ON_NS 5000
 
-/* Does the looker leave with a stranded thread it was timing for a steal
- * (a victim's next slot, worker.c I5) or mail it was watching ("Stranded
- * mail") still there? A looker that noticed it and is called away to its
- * own work before its next look must not take the notice with it: a
- * strander relied on it, and the other idle workers may sleep for good.
- * The notes stay (a watch resumes where it was when w idles again).
- * relaxed loads: hints, as in the looks themselves; O(1) remote lines. */
+/* Does w leave idle with a stranded thread it was timing for a steal (a
+ * victim's next slot, worker.c I5) or mail it was watching ("Stranded
+ * mail") still there, after it sat there a while? A worker that noticed
+ * it and is called away to its own work before its next look must not
+ * take the notice with it: a strander relied on it, and the other idle
+ * workers may sleep for good. The next-slot note is forgotten (handed
+ * on or stale); the mail watch stays (it resumes where it was when w
+ * idles again). relaxed loads: hints, as in the looks themselves; O(1)
+ * remote lines. */
 static bool left_stranded(struct wft_worker *w)
 {
 	struct wft_worker *nv = w->nx_victim, *mv = w->mw_victim;
@@ -329,7 +337,7 @@ static bool left_stranded(struct wft_worker *w)
  * tick"); the caller then gets a deep or dozing worker going, or keeps
  * looking itself. seq_cst exchange: an RMW of the role word, so it sees
  * every RELIED set before it, and a strander's CAS after it fails and
- * kicks. Context: w's owner. */
+ * kicks unless someone spins. Context: w's owner. */
 static bool looker_drop(struct wft_worker *w)
 {
 	bool owed = false;
@@ -374,17 +382,24 @@ void wft_idle_strand_slow(struct wft_worker *self)
 	 * before the looker's next look */
 	int v = atomic_load_explicit(&wft_rt.looker, memory_order_relaxed);
 
-	while (v != 0) {
-		if (v & LOOKER_RELIED)
-			return;
+	/* Mark RELIED: on the holder, or, if nobody holds the role, as an
+	 * orphan that the next claimer takes with the role (looker_claim) */
+	while (!(v & LOOKER_RELIED)) {
 		/* seq_cst: an RMW of the role word (see "Idle tick") */
 		if (atomic_compare_exchange_weak_explicit(&wft_rt.looker, &v, v | LOOKER_RELIED,
 							  memory_order_seq_cst,
-							  memory_order_relaxed))
-			return;
+							  memory_order_relaxed)) {
+			v |= LOOKER_RELIED;
+			break;
+		}
 	}
-	/* relaxed: a spinner will look at our slot (and note it at its
-	 * park's re-check) */
+	if (v != LOOKER_RELIED)
+		return;   /* a holder will look, or hand on */
+	/* Nobody holds the role. A spinner will claim it when it parks (and
+	 * owe the orphan), or, called away first, run this check itself
+	 * (wft_idle_found_work); with nobody spinning, get a deep or dozing
+	 * worker going to claim it. relaxed: a hint, as everywhere nspinning
+	 * is read; a spinner that stops meanwhile runs the check above. */
 	if (atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0)
 		wft_idle_wake_deep(self);
 }
@@ -516,23 +531,26 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  *
  * The strand check (wft_idle_strand_check, by a worker that leaves an
  * unpinned thread in its next slot or mail on an awake worker) is where
- * the others rely on the looker. With ndeep > 0 it marks the role
- * LOOKER_RELIED (a CAS, once per look period), or, if nobody holds the
- * role, leaves the thread to a spinner if one spins and otherwise gets a
- * deep or dozing worker going (wft_idle_wake_deep; it claims the role
- * when it parks).
+ * the others rely on the looker. With ndeep > 0 it marks the role word
+ * LOOKER_RELIED (a CAS, once per look period): on the holder, or, if
+ * nobody holds the role, as an orphan that the next claimer takes with
+ * the role; in that case, with nobody spinning, it also gets a deep or
+ * dozing worker going (wft_idle_wake_deep) to claim it.
  * What a worker owes, and how it is handed on: the holder owes a look
  * from a RELIED until a complete park re-check finds no unpinned thread
  * in any victim's next slot and no mail watched (look_cleared, cleared
  * there, not by the look itself: one look may not take everything, a
  * next-slot steal needs two looks, worker.c I5, and try_steal visits 8
- * victims); any idle worker owes what its re-check noted (a next slot it
- * is timing, mail it watches) while that is still there (left_stranded,
- * O(1)). A worker that leaves idle owing (wft_idle_found_work), or a
- * holder that drains, wakes a deep or dozing worker in its place; a
- * holder that finds every worker idle but owes keeps ticking instead of
- * going deep (the strander may have woken after its nidle load, and it
- * may be the only idle worker).
+ * victims). The holder also owes what its re-check noted (a next slot it
+ * is timing, mail it watches) once that has sat there a while, and so
+ * does a worker without the role while nobody holds it (a spinner the
+ * strander relied on: left_stranded, O(1)). A worker that leaves idle
+ * owing (wft_idle_found_work), a holder that drains, and a worker that
+ * leaves its park for a due timer while an orphan RELIED waits, wake a
+ * deep or dozing worker in their place; a holder that finds every worker
+ * idle but owes drops the role and ticks once more instead of going deep
+ * (the strander may have woken after its nidle load, and it may be the
+ * only idle worker).
  * Races it must survive:
  *   - A worker that parked deep, then another wakes by itself (a timer,
  *     I/O) and strands. The ndeep pattern: the parker does ndeep++ then
@@ -545,7 +563,7 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  *     (claim CAS, RELIED CAS, the look's fetch_and, the drop's exchange),
  *     so they have one modification order: a strander's RELIED comes
  *     before the drop's exchange (which sees it: the holder owes) or
- *     after it (the CAS finds 0 and the strander wakes one itself).
+ *     after it (the CAS leaves an orphan, see above).
  *   - The looker looks while a thread is being stranded. A strander that
  *     finds the role without RELIED sets it with a CAS: the look's clear
  *     (a seq_cst fetch_and) reads from that CAS or a later RMW, so the
@@ -554,23 +572,34 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  *     already set does nothing more (no fence: one cost 30-40 ns at every
  *     local wake here, 13% on an unpinned ping-pong while idle workers
  *     dozed); its slot store may be missed by the look that clears the
- *     bit (store buffering), but the holder owes until a later complete
- *     re-check finds the victims clean, and by then the store is visible
- *     (a store becomes visible within a tick: store buffers drain in
- *     nanoseconds; C11 asks for "a reasonable amount of time").
- *   - A strander that left its thread to a spinner: the spinner takes it,
- *     or its park's re-check notes it (and it owes it), or the role's
- *     RELIED, set whenever the role is held, covers it.
+ *     bit (store buffering) and by the re-check right after it, so the
+ *     holder owes until a complete re-check finds the victims clean: this
+ *     relies on the store becoming visible before the holder stops
+ *     looking (store buffers drain in nanoseconds; C11 asks for "a
+ *     reasonable amount of time").
+ *   - A strander that found the role empty and someone spinning: the
+ *     orphan RELIED waits for the spinner's claim when it parks; a
+ *     spinner that finds work instead hands on (found_work wakes one if
+ *     it was the last spinner; wft_idle_found_work runs the strand check,
+ *     which finds the orphan), and one that leaves for a due timer hands
+ *     the orphan on (idle_park).
  * Left to the dozers' timeout (DOZE_NS): a strander that read ndeep == 0
- * while a dozer was on its way down relies on nobody; the dozer looks
- * when its park ends, or is kicked by a later strander.
+ * while a dozer was on its way down relies on nobody, and a parker that
+ * read a holder that had just left dozes with nobody ticking; the dozer
+ * looks when its park ends, or a later strander (finding the role empty)
+ * kicks one. A stranded thread also waits longer than a tick when the
+ * victims' next slots are busy: each worker times one next-slot candidate
+ * at a time.
  * None of this is a lost wakeup in the strict sense: a stranded thread is
  * queued, and its own worker runs it at its next scheduling point; the
  * bound is on how long it waits while a worker is idle. Cost on the
  * local-wake path: nothing new while ndeep == 0; then a call and a load
  * of the role (a CAS once per look period). While workers doze, ndeep >
  * 0 is the normal state of a busy runtime. The looker pays one RMW per
- * tick that follows a RELIED, and a kick when it leaves owing. */
+ * tick that follows a RELIED, and a kick when it leaves owing: with
+ * local unpinned wakes going on, nearly every time it leaves (an open
+ * cost: recording which strander relied would let a looker skip the
+ * kick when that strander has switched since). */
 #define IDLE_TICK_NS 1000000
 #define DOZE_NS(nworkers) ((weft_time_t)IDLE_TICK_NS * (weft_time_t)(nworkers))
 
@@ -669,8 +698,9 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  * deep as before: kicked at once, a kick more, never a lost one); two OS
  * threads in bursts (one mark; either refreshes it); an OS thread that
  * wakes once and blocks (not a burst: no mark, no change).
- * Cost: one relaxed load per park that would go deep (only with the
- * gate on), one store per OS_MARK_EVERY_NS by a bursting OS thread, and
+ * Cost: a clock read and one relaxed load per park that reaches the
+ * tick's choice (only with the gate on), one store per OS_MARK_EVERY_NS
+ * by a bursting OS thread, and
  * at most one tick wake-up per idle period of a worker (outside_tick:
  * a worker that slept a tick without running anything parks deep).
  * Rejected: counting the OS waker in every gate decision's demand (the
@@ -916,17 +946,26 @@ static void found_work(struct wft_worker *w, struct weft_thread *t)
 		wft_idle_wake_one(w);
 }
 
-/* The scheduler loop's pick found work. A looker gives its role up ("Idle
- * tick"; what it relied on or noticed is handed on, looker_drop). If w held the spinning slot (a worker claimed by wake_one holds
- * it when it wakes), it gives it back; if a
- * worker sleeps without the idle tick, it may be the only one that would
- * look at a stranded next slot, so get it going. Not found_work()'s
+/* The scheduler loop's pick found work. A looker gives its role up and
+ * hands on what it owes (looker_drop); a worker without the role hands
+ * on what its re-check noted if nobody holds the role (a strander then
+ * relied on spinners, and it may have been one: "Idle tick"). If w held
+ * the spinning slot (a worker claimed by wake_one holds it when it
+ * wakes), it gives it back; if a worker sleeps without the idle tick, it
+ * may be the only one that would look at a stranded next slot, so get it
+ * going. Not found_work()'s
  * "last spinner wakes any idle worker": that would kick the peer worker
  * on every round trip of a cross-worker ping-pong, whose workers park
  * with the tick (weft-micro pingpong_idle 21 -> 45 us). */
 void wft_idle_found_work(struct wft_worker *w)
 {
 	bool owed = looker_drop(w);
+
+	/* relaxed: a held role carries RELIED for the stranders; a stale
+	 * "nobody" costs at most one kick (a stale holder: "Idle tick") */
+	if (!owed && wft_unlikely(w->nx_victim || w->mw_victim) &&
+	    !(atomic_load_explicit(&wft_rt.looker, memory_order_relaxed) & ~LOOKER_RELIED))
+		owed = left_stranded(w);
 
 	if (spinning(w)) {
 		wft_idle_spin_stop(w);
@@ -1127,15 +1166,21 @@ static bool idle_spin(struct wft_worker *w)
 static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *watch_mail)
 {
 	bool clean = true;   /* no unpinned next-slot thread, no mail watched */
+	struct wft_worker *stale = NULL;
 
-	if (w->nx_victim && !wft_worker_next_stranded(w, w->nx_victim))
-		w->nx_victim = NULL;   /* stale: let this scan note another */
+	if (w->nx_victim && !wft_worker_next_stranded(w, w->nx_victim)) {
+		/* stale: let this scan note another, not the same victim
+		 * again (a ping-pong there would take the note every scan
+		 * and hide a real strander behind it) */
+		stale = w->nx_victim;
+		w->nx_victim = NULL;
+	}
 	for (int i = 0; i < wft_rt.nworkers; i++) {
 		struct wft_worker *v = wft_rt.workers[i];
 
 		if (v == w)
 			continue;
-		switch (wft_worker_next_look(w, v)) {
+		switch (wft_worker_next_look(w, v, v != stale)) {
 		case WFT_NX_CONFIRMED:
 			*look_again = true;
 			/* try_steal's first victim: with more than STEAL_TRIES
@@ -1173,13 +1218,6 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
 	return false;
 }
 
-/* Park with the tick although every worker is idle ("Outside waker"):
- * the gate is on, an OS thread made a burst of wakes within the last
- * tick, and this worker's idle period (cache_trim's: no switch since it
- * began) is not yet a tick old. A worker that already slept a tick
- * without running anything goes deep: without that bound, 64 idle
- * workers on 2 CPUs woke every millisecond while the poster ran, which
- * cost an unpinned sembench at 64 workers about half its throughput. */
 /* w's idle period (cache_trim's: no switch since it began) is not yet a
  * tick old. Our own counter and idle period (only this worker writes
  * them). */
@@ -1188,6 +1226,13 @@ static inline bool idle_fresh(struct wft_worker *w, weft_time_t now)
 	return w->stats.switches != w->idle_switches || now - w->idle_since < IDLE_TICK_NS;
 }
 
+/* Park with the tick although every worker is idle ("Outside waker"):
+ * the gate is on, an OS thread made a burst of wakes within the last
+ * tick, and this worker's idle period (cache_trim's: no switch since it
+ * began) is not yet a tick old. A worker that already slept a tick
+ * without running anything goes deep: without that bound, 64 idle
+ * workers on 2 CPUs woke every millisecond while the poster ran, which
+ * cost an unpinned sembench at 64 workers about half its throughput. */
 static bool outside_tick(struct wft_worker *w)
 {
 	weft_time_t now;
@@ -1216,9 +1261,10 @@ static bool gate_wants_tick(struct wft_worker *w, bool outside)
 
 /* When to look again without news of work: soon while a victim strands a
  * thread in its next slot or its mail; otherwise, while some worker is
- * awake, at least every IDLE_TICK_NS for the looker and every DOZE_NS for
- * the others (relaxed: a hint, see "Idle tick"); WEFT_TIME_INFINITE when
- * every worker is idle. *deep: this worker counted itself in ndeep
+ * awake, at least every IDLE_TICK_NS for the looker (and, with the kick
+ * gate on, for a worker gate_wants_tick keeps ticking) and every DOZE_NS
+ * for the others (relaxed: a hint, see "Idle tick"); WEFT_TIME_INFINITE
+ * when every worker is idle (unless the holder owes a look). *deep: this worker counted itself in ndeep
  * (undone after the sleep), deep or dozing; *doze: dozing (someone is
  * awake: not a time to trim the shared stack pool). */
 static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool watch_mail, bool *deep,
@@ -1371,8 +1417,14 @@ static void idle_park(struct wft_worker *w)
 	    park_recheck_victims(w, &look_again, &watch_mail))
 		goto cancel;
 	deadline = park_deadline(w, look_again, watch_mail, &deep);
-	if (!deadline)
+	if (!deadline) {
+		/* a timer is due: we will run it, not claim the role; an
+		 * orphan RELIED left to spinners (we may have been one) goes
+		 * to a deep or dozing worker. relaxed: as in found_work */
+		if (atomic_load_explicit(&wft_rt.looker, memory_order_relaxed) == LOOKER_RELIED)
+			wft_idle_wake_deep(w);
 		goto cancel;
+	}
 	wft_stat_inc(w, parks);
 	/* relaxed: read by gated wakers after their seq_cst load of our
 	 * SLEEPING ("Kick gate"); only a bounded park may be left waiting */

@@ -647,7 +647,7 @@ bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *v)
 	return t && !(val & WFT_NEXT_PINNED) && nx_unchanged(w, v, t, switches_of(v));
 }
 
-int wft_worker_next_look(struct wft_worker *w, struct wft_worker *v)
+int wft_worker_next_look(struct wft_worker *w, struct wft_worker *v, bool may_note)
 {
 	/* relaxed: hints, re-validated by wft_worker_steal_next */
 	uintptr_t val = atomic_load_explicit(&v->next, memory_order_relaxed);
@@ -659,7 +659,7 @@ int wft_worker_next_look(struct wft_worker *w, struct wft_worker *v)
 	sw = switches_of(v);
 	if (nx_unchanged(w, v, t, sw))
 		return WFT_NX_CONFIRMED;
-	if (!w->nx_victim || w->nx_victim == v) {
+	if (may_note && (!w->nx_victim || w->nx_victim == v)) {
 		w->nx_victim = v;
 		w->nx_thread = t;
 		w->nx_switches = sw;

@@ -265,10 +265,11 @@ struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worke
  * sleeping. Context: w's own worker. */
 bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *victim);
 /* The park re-check's look at victim's next slot (worker.c I5): NONE (no
- * unpinned thread), SEEN (one; noted for the next look if w has no other
- * note), CONFIRMED (the noted thread, victim not switched since). */
+ * unpinned thread), SEEN (one; noted for the next look if may_note and w
+ * has no other note), CONFIRMED (the noted thread, victim not switched
+ * since). */
 enum { WFT_NX_NONE, WFT_NX_SEEN, WFT_NX_CONFIRMED };
-int wft_worker_next_look(struct wft_worker *w, struct wft_worker *victim);
+int wft_worker_next_look(struct wft_worker *w, struct wft_worker *victim, bool may_note);
 /* v's switch counter. relaxed: a counter the owner bumps at every switch
  * (a hint: has v switched since a look?) */
 static inline uint64_t wft_worker_switches(struct wft_worker *v)
