@@ -698,11 +698,11 @@ static int mail_watch(struct wft_worker *w, struct wft_worker *v)
  * deep as before: kicked at once, a kick more, never a lost one); two OS
  * threads in bursts (one mark; either refreshes it); an OS thread that
  * wakes once and blocks (not a burst: no mark, no change).
- * Cost: a clock read and one relaxed load per park that reaches the
- * tick's choice (only with the gate on), one store per OS_MARK_EVERY_NS
- * by a bursting OS thread, and
- * at most one tick wake-up per idle period of a worker (outside_tick:
- * a worker that slept a tick without running anything parks deep).
+ * Cost: one relaxed load per park that reaches the tick's choice (only
+ * with the gate on; it uses the park's own clock read), one store per
+ * OS_MARK_EVERY_NS by a bursting OS thread, and at most one tick wake-up
+ * per idle period of a worker (outside_tick: a worker that slept a tick
+ * without running anything parks deep).
  * Rejected: counting the OS waker in every gate decision's demand (the
  * workers' chain steps too). It changed nothing: those kicks were not let
  * through for want of demand but because their targets parked deep.
@@ -1233,14 +1233,9 @@ static inline bool idle_fresh(struct wft_worker *w, weft_time_t now)
  * without running anything goes deep: without that bound, 64 idle
  * workers on 2 CPUs woke every millisecond while the poster ran, which
  * cost an unpinned sembench at 64 workers about half its throughput. */
-static bool outside_tick(struct wft_worker *w)
+static bool outside_tick(struct wft_worker *w, weft_time_t now)
 {
-	weft_time_t now;
-
-	if (!gate_on())
-		return false;   /* and no clock read */
-	now = wft_now();
-	return os_waker_recent(now) && idle_fresh(w, now);
+	return gate_on() && os_waker_recent(now) && idle_fresh(w, now);
 }
 
 /* With the Kick gate on, a worker that cannot hold the looker role still
@@ -1253,10 +1248,19 @@ static bool outside_tick(struct wft_worker *w)
  * busy thread). One busy thread among idle workers takes fewer CPUs than
  * there are: they doze. cpu_demand: seq_cst loads, a hint here (a wrong
  * guess costs a kick that was not deferred, or a tick). */
-static bool gate_wants_tick(struct wft_worker *w, bool outside)
+static bool gate_wants_tick(struct wft_worker *w, bool outside, weft_time_t now)
 {
 	return gate_on() &&
-	       (outside || (idle_fresh(w, wft_now()) && cpu_demand(false) >= wft_rt.ncpu));
+	       (outside || (idle_fresh(w, now) && cpu_demand(false) >= wft_rt.ncpu));
+}
+
+/* park_again_at counted w in ndeep, and w ticks after all: undo it.
+ * relaxed: as in cancel_deep (only the increment's order matters). */
+static weft_time_t tick_instead(bool *deep, weft_time_t now)
+{
+	atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
+	*deep = false;
+	return now + IDLE_TICK_NS;
 }
 
 /* When to look again without news of work: soon while a victim strands a
@@ -1296,7 +1300,8 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 		*deep = true;
 		/* ... or an OS thread makes bursts of wakes: tick too (see
 		 * "Outside waker"; only with the Kick gate on) */
-		bool outside = outside_tick(w);
+		weft_time_t now = wft_now();
+		bool outside = outside_tick(w, now);
 
 		if (outside || someone_awake()) {
 			/* a draining worker does not look at victims
@@ -1306,13 +1311,9 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 
 			if (draining && looker_drop(w))
 				wft_idle_wake_deep(w);
-			if (draining || looker_claim(w) || gate_wants_tick(w, outside)) {
-				again = wft_now() + IDLE_TICK_NS;
-				atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
-				*deep = false;
-				return again;
-			}
-			again = wft_now() + DOZE_NS(wft_rt.nworkers);
+			if (draining || looker_claim(w) || gate_wants_tick(w, outside, now))
+				return tick_instead(deep, now);
+			again = now + DOZE_NS(wft_rt.nworkers);
 			*doze = true;
 		} else if (looker_drop(w)) {
 			/* all idle, but a strander relied on us since our
@@ -1320,9 +1321,7 @@ static weft_time_t park_again_at(struct wft_worker *w, bool look_again, bool wat
 			 * load, with us the only idle worker to wake. Wake
 			 * another if there is one, and look again anyway */
 			wft_idle_wake_deep(w);
-			atomic_fetch_sub_explicit(&wft_rt.ndeep, 1, memory_order_relaxed);
-			*deep = false;
-			return wft_now() + IDLE_TICK_NS;
+			return tick_instead(deep, now);
 		}
 		/* relaxed: a preference hint for wake_deep */
 		atomic_store_explicit(&w->deep, true, memory_order_relaxed);
