@@ -2237,6 +2237,67 @@ START_TEST(start_up_no_tick)
 }
 END_TEST
 
+/* Kernel policy (runtime/worker.c worker_os_policy): with more workers
+ * than CPUs, the workers run SCHED_BATCH (a kicked worker does not
+ * preempt a running one); with no more workers than CPUs, with
+ * WORKER_BATCH off, or when the initialising thread's policy is not
+ * SCHED_OTHER (inherited: the user's choice), they keep the inherited
+ * policy. Loop: 0 oversubscribed, 1 the same with NO_WORKER_BATCH, 2 one
+ * worker, 3 oversubscribed from a SCHED_IDLE initialiser. Fails if the
+ * policy is never set, set where it must not be, or overrides the
+ * user's. */
+#define POL_MAX 257
+
+static void *pol_read(void *arg)
+{
+	*(int *)arg = sched_getscheduler(0);
+	return NULL;
+}
+
+START_TEST(worker_os_policy)
+{
+	static const char *what[] = { "oversubscribed", "NO_WORKER_BATCH", "one worker",
+				      "SCHED_IDLE initialiser" };
+	struct sched_param sp = { .sched_priority = 0 };
+	int pol[POL_MAX], ncpu, nw, want;
+	cpu_set_t cs;
+	weft_thread_t t[POL_MAX];
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(cs), &cs), 0);
+	ncpu = CPU_COUNT(&cs);
+	nw = _i == 2 ? 1 : 2 * ncpu + 1;
+	if (nw > POL_MAX || sched_getscheduler(0) != SCHED_OTHER) {
+		wt_skip("sched/worker_os_policy: more than 128 CPUs, or the test runs under a policy other than SCHED_OTHER");
+		return;
+	}
+	if (_i == 3)
+		ck_assert_int_eq(sched_setscheduler(0, SCHED_IDLE, &sp), 0);
+	wt_init_features(nw, _i == 1 ? "NO_WORKER_BATCH" : wt_features);
+	if (_i == 3)   /* back to the usual, for the tests after this one */
+		ck_assert_int_eq(sched_setscheduler(0, SCHED_OTHER, &sp), 0);
+	if (_i == 3)
+		want = SCHED_IDLE;
+	else if (_i == 0 && weft_feature("WORKER_BATCH") == 1)
+		want = SCHED_BATCH;
+	else
+		want = SCHED_OTHER;
+	for (int i = 0; i < nw; i++) {
+		weft_attr_t a;
+
+		weft_attr_init(&a);
+		a.worker = i;
+		pol[i] = -2;
+		ck_assert_int_eq(weft_spawn(&t[i], pol_read, &pol[i], &a), 0);
+	}
+	for (int i = 0; i < nw; i++)
+		ck_assert_int_eq(weft_join(t[i], NULL), 0);
+	wt_shutdown();
+	for (int i = 0; i < nw; i++)
+		ck_assert_msg(pol[i] == want, "%s, %d workers on %d CPUs: worker %d policy %d, want %d",
+			      what[_i], nw, ncpu, i, pol[i], want);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("sched");
@@ -2253,6 +2314,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, tick_park_io_wake_spins);
 	tcase_add_loop_test(tc, idle_one_looker, 0, 2);
 	tcase_add_test(tc, start_up_no_tick);
+	tcase_add_loop_test(tc, worker_os_policy, 0, 4);
 	tcase_add_test(tc, drain_moves_off_contended_worker);
 	tcase_add_test(tc, drain_off_moves_nothing);
 	tcase_add_test(tc, drain_keeps_needed_cpus);
