@@ -2,9 +2,10 @@
  * examples/bench_weft.h - helpers shared by the weft benchmarks that run
  * inside the runtime (weft-micro, sync-micro): results passed back as a
  * thread's return value, running a function in a weft thread, --bench list
- * matching, and the "busy worker" threads that keep a worker (or a CPU, for
- * the pthread baselines) occupied; starting the runtime or exiting (also
- * used by the servers' examples/conn_server.h).
+ * matching, the "busy worker" threads that keep a worker (or a CPU, for
+ * the pthread baselines) occupied, a task started as a weft thread or a
+ * pthread (cond-bench, rwlock-bench); starting the runtime or exiting
+ * (also used by the servers' examples/conn_server.h).
  */
 #ifndef WEFT_EXAMPLES_BENCH_WEFT_H
 #define WEFT_EXAMPLES_BENCH_WEFT_H
@@ -107,6 +108,37 @@ static inline int bench_spawn_on(weft_thread_t *t, void *(*fn)(void *), void *ar
 	weft_attr_init(&a);
 	a.worker = worker % weft_workers();
 	return weft_spawn(t, fn, arg, &a);
+}
+
+/* Start one benchmark task: fn(arg) as a weft thread with a 64 KiB stack
+ * (weft) or as a pthread; exits with a message if it cannot be started.
+ * bench_task_join waits for the one that bench_task_start made. */
+static inline void bench_task_start(bool weft, weft_thread_t *wt, pthread_t *pt,
+				    void *(*fn)(void *), void *arg)
+{
+	int rc;
+
+	if (weft) {
+		weft_attr_t a;
+
+		weft_attr_init(&a);
+		a.stack_size = 64 * 1024;
+		rc = weft_spawn(wt, fn, arg, &a);
+	} else {
+		rc = pthread_create(pt, NULL, fn, arg);
+	}
+	if (rc) {
+		fprintf(stderr, "spawn: %s\n", strerror(rc));
+		exit(1);
+	}
+}
+
+static inline void bench_task_join(bool weft, weft_thread_t wt, pthread_t pt)
+{
+	if (weft)
+		weft_join(wt, NULL);
+	else
+		pthread_join(pt, NULL);
 }
 
 /* "Both workers busy": a busy thread on each of workers 0 and 1 (weft)

@@ -181,14 +181,6 @@ static void *consumer(void *p)
 	return NULL;
 }
 
-static void sleep_s(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
 static uint64_t sum_items(struct task *t, int from, int to)
 {
 	uint64_t s = 0;
@@ -226,30 +218,15 @@ static int run(int impl)
 	if (weft)
 		bench_weft_start(opt_workers);
 	for (int i = 0; i < n; i++) {
-		void *(*fn)(void *) = i < opt_prod ? producer : consumer;
-		int rc;
-
 		tasks[i].idx = i < opt_prod ? i : i - opt_prod;
 		tasks[i].impl = impl;
-		if (weft) {
-			weft_attr_t a;
-
-			weft_attr_init(&a);
-			a.stack_size = 64 * 1024;
-			rc = weft_spawn(&wt[i], fn, &tasks[i], &a);
-		} else {
-			rc = pthread_create(&pt[i], NULL, fn, &tasks[i]);
-		}
-		if (rc) {
-			fprintf(stderr, "spawn: %s\n", strerror(rc));
-			exit(1);
-		}
+		bench_task_start(weft, &wt[i], &pt[i], i < opt_prod ? producer : consumer, &tasks[i]);
 	}
 	atomic_store(&go, 1);
-	sleep_s(0.3);                    /* warm-up */
+	bench_sleep_s(0.3);                    /* warm-up */
 	s0 = sum_items(tasks, opt_prod, n);
 	t0 = bench_now_ns();
-	sleep_s(opt_secs);
+	bench_sleep_s(opt_secs);
 	s1 = sum_items(tasks, opt_prod, n);
 	t1 = bench_now_ns();
 	/* Stop under the mutex and wake everyone: the waits re-check it. */
@@ -257,12 +234,8 @@ static int run(int impl)
 	atomic_store(&stop, 1);
 	qbroadcast(weft);
 	qunlock(weft);
-	for (int i = 0; i < n; i++) {
-		if (weft)
-			weft_join(wt[i], NULL);
-		else
-			pthread_join(pt[i], NULL);
-	}
+	for (int i = 0; i < n; i++)
+		bench_task_join(weft, wt[i], pt[i]);
 	if (weft)
 		weft_shutdown();
 	/* Every item made was consumed once: the sums of the sequence numbers

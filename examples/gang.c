@@ -259,13 +259,6 @@ static double total(void)
 	return (double)n;
 }
 
-static void sleep_s(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-
-	nanosleep(&ts, NULL);
-}
-
 /* The measurement window both runners share: a 0.1 s warm-up (stacks,
  * first turns), then the progress made in secs seconds; stops the
  * threads. Returns iterations (or records) per second. */
@@ -274,10 +267,10 @@ static double measure(void)
 	uint64_t t0, t1;
 	double n0, n1;
 
-	sleep_s(0.1);
+	bench_sleep_s(0.1);
 	n0 = total();
 	t0 = bench_now_ns();
-	sleep_s(secs);
+	bench_sleep_s(secs);
 	n1 = total();
 	t1 = bench_now_ns();
 	atomic_store(&stop_flag, 1);

@@ -190,14 +190,6 @@ static uint64_t sum_ops(struct task *t, int n)
 	return s;
 }
 
-static void sleep_s(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
 static void run(int impl)
 {
 	struct task *tasks = calloc((size_t)opt_tasks, sizeof(*tasks));
@@ -218,31 +210,17 @@ static void run(int impl)
 	if (!impl_os(impl))
 		bench_weft_start(opt_workers);
 	for (int i = 0; i < opt_tasks; i++) {
-		int rc;
-
 		tasks[i].idx = i;
 		tasks[i].impl = impl;
-		if (!impl_os(impl)) {
-			weft_attr_t a;
-
-			weft_attr_init(&a);
-			a.stack_size = 64 * 1024;
-			rc = weft_spawn(&wt[i], task_main, &tasks[i], &a);
-		} else {
-			rc = pthread_create(&pt[i], NULL, task_main, &tasks[i]);
-		}
-		if (rc) {
-			fprintf(stderr, "spawn: %s\n", strerror(rc));
-			exit(1);
-		}
+		bench_task_start(!impl_os(impl), &wt[i], &pt[i], task_main, &tasks[i]);
 	}
 	atomic_store(&go, 1);
-	sleep_s(0.3);                    /* warm-up */
+	bench_sleep_s(0.3);                    /* warm-up */
 	atomic_store(&measuring, 1);
 	s0 = sum_ops(tasks, opt_tasks);
 	t0 = bench_now_ns();
 	c0 = cpu_ns();
-	sleep_s(opt_secs);
+	bench_sleep_s(opt_secs);
 	s1 = sum_ops(tasks, opt_tasks);
 	t1 = bench_now_ns();
 	c1 = cpu_ns();
@@ -256,10 +234,7 @@ static void run(int impl)
 	atomic_store(&measuring, 0);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < opt_tasks; i++) {
-		if (!impl_os(impl))
-			weft_join(wt[i], NULL);
-		else
-			pthread_join(pt[i], NULL);
+		bench_task_join(!impl_os(impl), wt[i], pt[i]);
 		/* after the join: the task's last store is ordered before it */
 		wmax = tasks[i].wmax_ns > wmax ? tasks[i].wmax_ns : wmax;
 	}
