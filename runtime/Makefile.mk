@@ -17,6 +17,7 @@ libweft_la_SOURCES += \
 	runtime/key.c \
 	runtime/mailbox.c \
 	runtime/offload.c \
+	runtime/os_policy.c \
 	runtime/runq.c \
 	runtime/segv.c \
 	runtime/stack.c \
@@ -59,6 +60,7 @@ noinst_HEADERS += \
 	runtime/key.h \
 	runtime/list.h \
 	runtime/mailbox.h \
+	runtime/os_policy.h \
 	runtime/panic.h \
 	runtime/runq.h \
 	runtime/runq_owner.h \

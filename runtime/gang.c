@@ -133,6 +133,7 @@
 #include "runtime/wft.h"
 #include "runtime/diag.h"
 #include "runtime/env.h"
+#include "runtime/os_policy.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -405,6 +406,7 @@ static void *ticker_main(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	wft_os_policy_helper();
 	pthread_mutex_lock(&gm.lock);
 	while (!gm.stop) {
 		weft_time_t now;

@@ -13,6 +13,7 @@
  * weft_init() starts from nothing (the CK_FORK=no test run proves it).
  */
 #include "runtime/wft.h"
+#include "runtime/os_policy.h"
 #include "runtime/diag.h"
 #include "runtime/topology.h"
 #include "runtime/sanitizer.h"
@@ -273,6 +274,7 @@ static int start_workers(void)
 	wft_segv_install();
 	wft_sig_worker_set(&block);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
+	wft_os_policy_note();   /* the policy they inherit (os_policy.c) */
 	rc = wft_worker_start_all();
 	if (rc == 0)
 		wft_dump_signal_start();

@@ -74,6 +74,7 @@
  */
 #include "runtime/wft.h"
 #include "runtime/env.h"
+#include "runtime/os_policy.h"
 #include "runtime/uring.h"
 
 #include <poll.h>
@@ -183,6 +184,7 @@ static void *helper_main(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, "weft-offload");
+	wft_os_policy_helper();
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
 		struct job *j;
@@ -301,6 +303,7 @@ static void *poller_main(void *arg)
 
 	(void)arg;
 	prctl(PR_SET_NAME, "weft-poller");
+	wft_os_policy_helper();
 	pthread_mutex_lock(&pl.lock);
 	while (!pl.stop) {
 		size_t need = (size_t)pl.nwaiting + 1, n = 1;

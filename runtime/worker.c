@@ -76,6 +76,7 @@
 #include "runtime/diag.h"
 #include "runtime/sanitizer.h"
 #include "runtime/uring.h"
+#include "runtime/os_policy.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -925,38 +926,6 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 /* ---------------------------------------------------------------------- */
 /* Worker threads */
 
-/* Kernel policy. With more workers than CPUs the workers take turns on
- * the CPUs through the kernel scheduler, and every kick makes a worker
- * runnable while others run. Under SCHED_OTHER the kernel lets a woken
- * thread preempt the running one (wakeup preemption): a kicked worker
- * then displaces a worker that is running light threads, which costs two
- * context switches and runs nobody sooner, and it displaces an outside
- * thread that feeds the runtime (sembench's poster, a load generator) just
- * as often. SCHED_BATCH keeps everything else about the fair class (the
- * share, the nice value) but never preempts on wake-up: the woken worker
- * runs when the current thread's turn ends or it blocks. That is the Kick
- * gate's rule (runtime/idle.c: a kick waits for a CPU to free) carried
- * into the kernel for the kicks the gate lets through and for the
- * workers' own timeouts. With no more workers than CPUs a kicked worker
- * usually finds its CPU free, and a busy CPU is another program's: there
- * the policy stays as inherited, since a wake that waits for another
- * program's turn (up to a scheduler tick) is latency the user did not
- * ask for. A worker whose inherited policy is not SCHED_OTHER (real-time,
- * SCHED_IDLE, or batch already) keeps it: that was the user's choice.
- * Cost: one syscall per worker at start. Figures: docs/wake-path.md
- * "Kernel policy of oversubscribed workers". */
-static void worker_os_policy(void)
-{
-	struct sched_param sp = { .sched_priority = 0 };
-
-	if (!wft_feat(WORKER_BATCH) || wft_rt.nworkers <= wft_rt.ncpu ||
-	    sched_getscheduler(0) != SCHED_OTHER)
-		return;
-	/* failure (a seccomp filter, say) leaves the inherited policy: a
-	 * cost in speed, not in correctness */
-	(void)sched_setscheduler(0, SCHED_BATCH, &sp);
-}
-
 static void *worker_main(void *arg)
 {
 	struct wft_worker *w = arg;
@@ -971,7 +940,7 @@ static void *worker_main(void *arg)
 	/* 1 ns timer slack: the futex timeouts of the idle loop are the
 	 * runtime's timers (200 us precision target; the default is 50 us) */
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	worker_os_policy();
+	wft_os_policy_worker();   /* runtime/os_policy.c */
 	if (wft_rt.pin) {
 		cpu_set_t set;
 

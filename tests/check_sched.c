@@ -2237,16 +2237,24 @@ START_TEST(start_up_no_tick)
 }
 END_TEST
 
-/* Kernel policy (runtime/worker.c worker_os_policy): with more workers
- * than CPUs, the workers run SCHED_BATCH (a kicked worker does not
- * preempt a running one); with no more workers than CPUs, with
+/* Kernel policy (runtime/os_policy.c): with more workers than CPUs, the
+ * workers run SCHED_BATCH (a kicked worker does not preempt a running
+ * one) and an offload helper a worker started goes back to the
+ * initialiser's SCHED_OTHER; with no more workers than CPUs, with
  * WORKER_BATCH off, or when the initialising thread's policy is not
- * SCHED_OTHER (inherited: the user's choice), they keep the inherited
- * policy. Loop: 0 oversubscribed, 1 the same with NO_WORKER_BATCH, 2 one
- * worker, 3 oversubscribed from a SCHED_IDLE initialiser. Fails if the
- * policy is never set, set where it must not be, or overrides the
- * user's. */
+ * SCHED_OTHER (inherited: the user's choice), everything keeps the
+ * inherited policy. Loop: 0 oversubscribed, 1 the same with
+ * NO_WORKER_BATCH, 2 one worker, 3 oversubscribed from a SCHED_IDLE
+ * initialiser (a pthread of its own, so nothing needs restoring; entering
+ * SCHED_IDLE needs no privilege). Fails if the policy is never set, set
+ * where it must not be, overrides the user's, or leaks to the helper. */
 #define POL_MAX 257
+
+struct pol_run {
+	int which, nw, ncpu, want, want_helper;
+	int pol[POL_MAX], helper;
+	bool skipped;
+};
 
 static void *pol_read(void *arg)
 {
@@ -2254,47 +2262,85 @@ static void *pol_read(void *arg)
 	return NULL;
 }
 
+static void *pol_in_helper(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)sched_getscheduler(0);
+}
+
+/* Worker 0's thread asks an offload helper (started from a worker). */
+static void *pol_offload(void *arg)
+{
+	*(int *)arg = (int)(intptr_t)weft_offload(pol_in_helper, NULL);
+	return NULL;
+}
+
+static void *pol_run_case(void *arg)
+{
+	struct pol_run *r = arg;
+	struct sched_param sp = { .sched_priority = 0 };
+	weft_thread_t t[POL_MAX];
+	weft_attr_t a;
+
+	if (r->which == 3)
+		WT_CHECK(sched_setscheduler(0, SCHED_IDLE, &sp) == 0);
+	wt_init_features(r->nw, r->which == 1 ? "NO_WORKER_BATCH" : wt_features);
+	if (weft_workers() != r->nw) {   /* WEFT_WORKERS overrides the count */
+		r->skipped = true;
+		wt_shutdown();
+		return NULL;
+	}
+	if (r->which == 3)
+		r->want = r->want_helper = SCHED_IDLE;
+	else if (r->which == 0 && weft_feature("WORKER_BATCH") == 1)
+		r->want = SCHED_BATCH;
+	for (int i = 0; i < r->nw; i++) {
+		weft_attr_init(&a);
+		a.worker = i;
+		r->pol[i] = -2;
+		WT_CHECK(weft_spawn(&t[i], pol_read, &r->pol[i], &a) == 0);
+	}
+	for (int i = 0; i < r->nw; i++)
+		WT_CHECK(weft_join(t[i], NULL) == 0);
+	weft_attr_init(&a);
+	a.worker = 0;
+	r->helper = -2;
+	WT_CHECK(weft_spawn(&t[0], pol_offload, &r->helper, &a) == 0);
+	WT_CHECK(weft_join(t[0], NULL) == 0);
+	wt_shutdown();
+	return NULL;
+}
+
 START_TEST(worker_os_policy)
 {
 	static const char *what[] = { "oversubscribed", "NO_WORKER_BATCH", "one worker",
 				      "SCHED_IDLE initialiser" };
-	struct sched_param sp = { .sched_priority = 0 };
-	int pol[POL_MAX], ncpu, nw, want;
+	static struct pol_run r;
 	cpu_set_t cs;
-	weft_thread_t t[POL_MAX];
+	pthread_t pt;
 
+	memset(&r, 0, sizeof(r));
 	ck_assert_int_eq(sched_getaffinity(0, sizeof(cs), &cs), 0);
-	ncpu = CPU_COUNT(&cs);
-	nw = _i == 2 ? 1 : 2 * ncpu + 1;
-	if (nw > POL_MAX || sched_getscheduler(0) != SCHED_OTHER) {
+	r.which = _i;
+	r.ncpu = CPU_COUNT(&cs);
+	r.nw = _i == 2 ? 1 : 2 * r.ncpu + 1;
+	r.want = r.want_helper = SCHED_OTHER;
+	if (r.nw > POL_MAX || sched_getscheduler(0) != SCHED_OTHER) {
 		wt_skip("sched/worker_os_policy: more than 128 CPUs, or the test runs under a policy other than SCHED_OTHER");
 		return;
 	}
-	if (_i == 3)
-		ck_assert_int_eq(sched_setscheduler(0, SCHED_IDLE, &sp), 0);
-	wt_init_features(nw, _i == 1 ? "NO_WORKER_BATCH" : wt_features);
-	if (_i == 3)   /* back to the usual, for the tests after this one */
-		ck_assert_int_eq(sched_setscheduler(0, SCHED_OTHER, &sp), 0);
-	if (_i == 3)
-		want = SCHED_IDLE;
-	else if (_i == 0 && weft_feature("WORKER_BATCH") == 1)
-		want = SCHED_BATCH;
-	else
-		want = SCHED_OTHER;
-	for (int i = 0; i < nw; i++) {
-		weft_attr_t a;
-
-		weft_attr_init(&a);
-		a.worker = i;
-		pol[i] = -2;
-		ck_assert_int_eq(weft_spawn(&t[i], pol_read, &pol[i], &a), 0);
+	ck_assert_int_eq(pthread_create(&pt, NULL, pol_run_case, &r), 0);
+	ck_assert_int_eq(pthread_join(pt, NULL), 0);
+	wt_assert_no_failure();
+	if (r.skipped) {
+		wt_skip("sched/worker_os_policy: WEFT_WORKERS sets the worker count");
+		return;
 	}
-	for (int i = 0; i < nw; i++)
-		ck_assert_int_eq(weft_join(t[i], NULL), 0);
-	wt_shutdown();
-	for (int i = 0; i < nw; i++)
-		ck_assert_msg(pol[i] == want, "%s, %d workers on %d CPUs: worker %d policy %d, want %d",
-			      what[_i], nw, ncpu, i, pol[i], want);
+	for (int i = 0; i < r.nw; i++)
+		ck_assert_msg(r.pol[i] == r.want, "%s, %d workers on %d CPUs: worker %d policy %d, want %d",
+			      what[_i], r.nw, r.ncpu, i, r.pol[i], r.want);
+	ck_assert_msg(r.helper == r.want_helper, "%s: offload helper policy %d, want %d", what[_i],
+		      r.helper, r.want_helper);
 }
 END_TEST
 
