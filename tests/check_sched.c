@@ -2237,17 +2237,18 @@ START_TEST(start_up_no_tick)
 }
 END_TEST
 
-/* Kernel policy (runtime/os_policy.c): with more workers than CPUs, the
- * workers run SCHED_BATCH (a kicked worker does not preempt a running
- * one) and an offload helper a worker started goes back to the
- * initialiser's SCHED_OTHER; with no more workers than CPUs, with
- * WORKER_BATCH off, or when the initialising thread's policy is not
- * SCHED_OTHER (inherited: the user's choice), everything keeps the
- * inherited policy. Loop: 0 oversubscribed, 1 the same with
- * NO_WORKER_BATCH, 2 one worker, 3 oversubscribed from a SCHED_IDLE
- * initialiser (a pthread of its own, so nothing needs restoring; entering
- * SCHED_IDLE needs no privilege). Fails if the policy is never set, set
- * where it must not be, overrides the user's, or leaks to the helper. */
+/* Kernel policy (runtime/os_policy.c): with WORKER_BATCH on (off by
+ * default) and more workers than CPUs, the workers run SCHED_BATCH (a
+ * kicked worker does not preempt a running one) and an offload helper a
+ * worker started goes back to the initialiser's SCHED_OTHER; with no more
+ * workers than CPUs, with WORKER_BATCH off, or when the initialising
+ * thread's policy is not SCHED_OTHER (inherited: the user's choice),
+ * everything keeps the inherited policy. Loop (WORKER_BATCH asked for
+ * but in 1): 0 oversubscribed, 1 the same with NO_WORKER_BATCH, 2 one
+ * worker, 3 oversubscribed from a SCHED_IDLE initialiser (a pthread of
+ * its own, so nothing needs restoring; entering SCHED_IDLE needs no
+ * privilege). Fails if the policy is never set, set where it must not
+ * be, overrides the user's, or leaks to the helper. */
 #define POL_MAX 257
 
 struct pol_run {
@@ -2284,7 +2285,7 @@ static void *pol_run_case(void *arg)
 
 	if (r->which == 3)
 		WT_CHECK(sched_setscheduler(0, SCHED_IDLE, &sp) == 0);
-	wt_init_features(r->nw, r->which == 1 ? "NO_WORKER_BATCH" : wt_features);
+	wt_init_features(r->nw, r->which == 1 ? "NO_WORKER_BATCH" : "WORKER_BATCH");
 	if (weft_workers() != r->nw) {   /* WEFT_WORKERS overrides the count */
 		r->skipped = true;
 		wt_shutdown();
