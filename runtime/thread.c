@@ -286,6 +286,7 @@ static inline void spawn_reset(struct weft_thread *t, weft_fn_t fn, void *arg, c
 	atomic_store_explicit(&t->worker, NULL, memory_order_relaxed);
 	/* a new waker record (wake.c "Wide wakers"); relaxed: as above */
 	t->last_wakee = NULL;
+	t->prev_wakee = NULL;
 	atomic_store_explicit(&t->wakee_flips, 0, memory_order_relaxed);
 	/* no fast rwlock read hold (rwlock.c "Read bias"); only t uses it */
 	t->rw_fast_lock = NULL;
