@@ -24,10 +24,10 @@
  * tick) may run up to a scheduler tick late while its CPU is busy (1 ms
  * sleeps ended 3 ms late next to two CPU hogs). That is why WORKER_BATCH
  * is off by default: it is for oversubscribed runs that own their CPUs.
- * With
- * no more workers than CPUs a kicked worker usually finds its CPU free,
- * and a busy CPU is another program's: there that wait would be latency
- * the user did not ask for, so the policy stays as inherited. "More
+ * With no more workers than CPUs a kicked worker usually finds its CPU
+ * free, and a busy CPU is another program's: there that wait would be
+ * latency the user did not ask for, so the policy stays as inherited
+ * even with the switch on. "More
  * workers than CPUs" is the kick gate's test: CPUs in the initialising
  * thread's affinity mask at weft_init (a cgroup CPU quota is not seen).
  *
