@@ -112,8 +112,8 @@ struct weft_thread {
 	 * as a waker. Written only by the thread itself; wakee_flips is read
 	 * (relaxed, a hint) by the threads that wake it. Reset at spawn. */
 	struct weft_thread *last_wakee;   /* compared, never dereferenced */
-	struct weft_thread *prev_wakee;   /* the one before it (the same) */
-	_Atomic uint32_t wakee_flips;     /* wakee switches, halved every decay period */
+	struct weft_thread *prev_wakee;   /* the wakee before last_wakee; compared, never dereferenced */
+	_Atomic uint32_t wakee_flips;     /* wakes of a third partner, halved every decay period */
 	uint32_t flip_wakes;              /* wakes since the last decay check */
 	weft_time_t flip_decay;           /* time of the last decay */
 

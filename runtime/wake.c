@@ -68,14 +68,18 @@
  *
  * Wide wakers: wakee flips are the kernel's record_wakee, with a memory of
  * two. Each wake by a weft thread counts a flip when the wakee is neither
- * of the last two it woke (the kernel's counts one when it is not the
- * last): a thread that alternates between two partners, a pipeline stage
- * waking its successor and then its predecessor, makes no flips and is
- * never wide, so its wakees are pulled to its worker like any other (at
- * one flip per change, every stage of examples/pipeline counted wide
- * against its source and sink, whose flips are 0, and the chain spread
- * over both workers: 724-1,192 ms at 2 workers against 646-793 ms). A
- * dispatcher over three or more servers flips at every wake, as before.
+ * of the last two it woke, once it has woken two (the kernel's counts one
+ * whenever the wakee is not the last): a thread that alternates between
+ * two partners, a pipeline stage waking its successor and then its
+ * predecessor, makes no flips, so its wakes are wide only against a
+ * wakee that flips itself. At one flip per change every middle stage of
+ * examples/pipeline looked wide against the source and the sink (flips
+ * 0) and the chain spread over both workers (figures: docs/wake-path.md
+ * "Wide wakers"). The cost: a dispatcher over exactly two servers is
+ * never wide either (history cannot tell it from a pipeline stage; its
+ * wakes are pulled, and an idle worker steals the surplus). One over
+ * three or more flips at nearly every wake, as before (at every wake in
+ * strict rotation; about (N - 2) / N of them in random order).
  * The count halves every FLIP_DECAY_NS (per period elapsed). Reading the clock
  * costs ~20 ns, so the waker looks at it every FLIP_CLOCK_EVERY wakes.
  */
