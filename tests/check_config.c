@@ -617,14 +617,22 @@ START_TEST(guard_default)
 }
 END_TEST
 
+/* Without a guard the walk finds no guard page: neither an unreadable
+ * page inside the stack's mapping nor a one-page ---p mapping right below
+ * it (1). A wider ---p mapping below (2) is someone else's reserve that
+ * mmap happened to place there (a malloc arena's PROT_NONE heap, as the
+ * probe's comment says): the CI's RANDOMIZE stage once met one, and
+ * asserting 0 failed there although no guard was placed. */
 START_TEST(guard_off)
 {
 	weft_attr_t a;
+	int r;
 
 	wt_init_workers(1);
 	weft_attr_init(&a);
 	a.guard = 0;
-	ck_assert_int_eq(guard_of(&a), 0);
+	r = guard_of(&a);
+	ck_assert_msg(r != 1, "a guard page below a stack spawned with guard = 0");
 	wt_shutdown();
 }
 END_TEST
