@@ -637,15 +637,22 @@ static inline bool nx_unchanged(struct wft_worker *w, struct wft_worker *v,
 	return w->nx_victim == v && w->nx_thread == t && w->nx_switches == sw;
 }
 
+/* Note t in v's slot (v at switch count sw, seen at now) as w's steal
+ * candidate: the one nx_unchanged compares against. */
+static inline void nx_note(struct wft_worker *w, struct wft_worker *v, struct weft_thread *t,
+			   uint64_t sw, weft_time_t now)
+{
+	w->nx_victim = v;
+	w->nx_thread = t;
+	w->nx_switches = sw;
+	w->nx_seen = now;
+}
+
 #define switches_of wft_worker_switches
 
 bool wft_worker_next_stranded(struct wft_worker *w, struct wft_worker *v)
 {
-	/* relaxed: hints, re-validated by wft_worker_steal_next */
-	uintptr_t val = atomic_load_explicit(&v->next, memory_order_relaxed);
-	struct weft_thread *t = wft_next_untag(val);
-
-	return t && !(val & WFT_NEXT_PINNED) && nx_unchanged(w, v, t, switches_of(v));
+	return wft_worker_next_look(w, v, false) == WFT_NX_CONFIRMED;
 }
 
 int wft_worker_next_look(struct wft_worker *w, struct wft_worker *v, bool may_note)
@@ -660,12 +667,8 @@ int wft_worker_next_look(struct wft_worker *w, struct wft_worker *v, bool may_no
 	sw = switches_of(v);
 	if (nx_unchanged(w, v, t, sw))
 		return WFT_NX_CONFIRMED;
-	if (may_note && (!w->nx_victim || w->nx_victim == v)) {
-		w->nx_victim = v;
-		w->nx_thread = t;
-		w->nx_switches = sw;
-		w->nx_seen = wft_now();
-	}
+	if (may_note && (!w->nx_victim || w->nx_victim == v))
+		nx_note(w, v, t, sw, wft_now());
 	return WFT_NX_SEEN;
 }
 
@@ -683,10 +686,7 @@ struct weft_thread *wft_worker_steal_next(struct wft_worker *w, struct wft_worke
 	sw = switches_of(v);
 	now = wft_now();
 	if (!nx_unchanged(w, v, t, sw)) {
-		w->nx_victim = v;
-		w->nx_thread = t;
-		w->nx_switches = sw;
-		w->nx_seen = now;
+		nx_note(w, v, t, sw, now);
 		return NULL;
 	}
 	if (now - w->nx_seen < NEXT_STEAL_DELAY_NS)
