@@ -173,6 +173,47 @@ static inline void bench_want_default(bool *want, int n)
 		want[k] = true;
 }
 
+/* One "--name=value" option of a table (bench_opt_parse): name with its
+ * '=', the kind of value, and where it goes. */
+enum bench_opt_kind { BENCH_OPT_INT, BENCH_OPT_LONG, BENCH_OPT_DOUBLE };
+
+struct bench_opt {
+	const char *name;            /* "--secs=" */
+	enum bench_opt_kind kind;
+	void *dst;                   /* int *, long * or double * */
+};
+
+/* If a is "--name=value" for one of o[0..n-1], store the value there.
+ * Returns 1 when stored, 0 when a names no option of the table, -1 when
+ * it does but the value is not a number of that kind (the caller prints
+ * its usage). Range checks stay with the caller. */
+static inline int bench_opt_parse(const char *a, const struct bench_opt *o, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		size_t len = strlen(o[k].name);
+		const char *v = a + len;
+		char *end;
+
+		if (strncmp(a, o[k].name, len) != 0)
+			continue;
+		errno = 0;
+		if (o[k].kind == BENCH_OPT_DOUBLE) {
+			*(double *)o[k].dst = strtod(v, &end);
+		} else {
+			long x = strtol(v, &end, 10);
+
+			if (o[k].kind == BENCH_OPT_INT && (x < INT32_MIN || x > INT32_MAX))
+				errno = ERANGE;
+			if (o[k].kind == BENCH_OPT_INT)
+				*(int *)o[k].dst = (int)x;
+			else
+				*(long *)o[k].dst = x;
+		}
+		return (end == v || *end || errno) ? -1 : 1;
+	}
+	return 0;
+}
+
 /* Print one result line to f (stdout if NULL):
  *   bench=NAME impl=IMPL param=K=V,... value=X unit=U
  * params is a ready-made "k=v,k=v" string ("-" if empty or NULL). */

@@ -289,6 +289,14 @@ int main(int argc, char **argv)
 {
 	bool want[2] = { true, true };
 	int bad = 0;
+	const struct bench_opt opts[] = {
+		{ "--producers=", BENCH_OPT_INT, &opt_prod },
+		{ "--consumers=", BENCH_OPT_INT, &opt_cons },
+		{ "--cap=", BENCH_OPT_INT, &opt_cap },
+		{ "--work-ns=", BENCH_OPT_LONG, &opt_work_ns },
+		{ "--secs=", BENCH_OPT_DOUBLE, &opt_secs },
+		{ "--workers=", BENCH_OPT_INT, &opt_workers },
+	};
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -298,19 +306,7 @@ int main(int argc, char **argv)
 			want[1] = !strcmp(a + 7, "pthread") || !strcmp(a + 7, "both");
 			if (!want[0] && !want[1])
 				usage();
-		} else if (!strncmp(a, "--producers=", 12)) {
-			opt_prod = atoi(a + 12);
-		} else if (!strncmp(a, "--consumers=", 12)) {
-			opt_cons = atoi(a + 12);
-		} else if (!strncmp(a, "--cap=", 6)) {
-			opt_cap = atoi(a + 6);
-		} else if (!strncmp(a, "--work-ns=", 10)) {
-			opt_work_ns = atol(a + 10);
-		} else if (!strncmp(a, "--secs=", 7)) {
-			opt_secs = atof(a + 7);
-		} else if (!strncmp(a, "--workers=", 10)) {
-			opt_workers = atoi(a + 10);
-		} else {
+		} else if (bench_opt_parse(a, opts, sizeof(opts) / sizeof(opts[0])) != 1) {
 			usage();
 		}
 	}

@@ -298,6 +298,14 @@ static int parse_impls(const char *list, bool *want)
 int main(int argc, char **argv)
 {
 	bool want[NIMPL] = { false, true, true };
+	const struct bench_opt opts[] = {
+		{ "--tasks=", BENCH_OPT_INT, &opt_tasks },
+		{ "--read-pct=", BENCH_OPT_INT, &opt_read_pct },
+		{ "--hold-ns=", BENCH_OPT_LONG, &opt_hold_ns },
+		{ "--work-ns=", BENCH_OPT_LONG, &opt_work_ns },
+		{ "--secs=", BENCH_OPT_DOUBLE, &opt_secs },
+		{ "--workers=", BENCH_OPT_INT, &opt_workers },
+	};
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -305,19 +313,7 @@ int main(int argc, char **argv)
 		if (!strncmp(a, "--impl=", 7)) {
 			if (parse_impls(a + 7, want))
 				usage();
-		} else if (!strncmp(a, "--tasks=", 8)) {
-			opt_tasks = atoi(a + 8);
-		} else if (!strncmp(a, "--read-pct=", 11)) {
-			opt_read_pct = atoi(a + 11);
-		} else if (!strncmp(a, "--hold-ns=", 10)) {
-			opt_hold_ns = atol(a + 10);
-		} else if (!strncmp(a, "--work-ns=", 10)) {
-			opt_work_ns = atol(a + 10);
-		} else if (!strncmp(a, "--secs=", 7)) {
-			opt_secs = atof(a + 7);
-		} else if (!strncmp(a, "--workers=", 10)) {
-			opt_workers = atoi(a + 10);
-		} else {
+		} else if (bench_opt_parse(a, opts, sizeof(opts) / sizeof(opts[0])) != 1) {
 			usage();
 		}
 	}

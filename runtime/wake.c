@@ -268,6 +268,21 @@ static void push_locked(struct wft_worker *target, struct weft_thread *first,
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
+/* Put first..last (n threads) into target's mailbox, or with NO_MAILBOX
+ * its locked runqueue. Returns whether target may need a kick: false when
+ * the mailbox already held mail (its kick, if one was needed, was made
+ * by whoever found it empty: mailbox.c). */
+static inline bool deliver(struct wft_worker *target, struct weft_thread *first,
+			   struct weft_thread *last, unsigned n)
+{
+	if (!wft_feat(MAILBOX)) {
+		push_locked(target, first, last, n);
+		return true;
+	}
+	wft_stat_add_any(wft_worker_self(), wakes_remote, n);
+	return wft_mailbox_push_chain(&target->mailbox, first, last, n);
+}
+
 /* Mail for an awake worker may sit there while it runs one thread for a
  * long time; an idle worker rescues it (idle.c "Stranded mail"), but only
  * a worker that ticks looks. If every other worker sleeps deep (they
@@ -293,13 +308,8 @@ void wft_wake_push_burst(struct wft_worker *target, struct weft_thread *first,
 	 * exit and its TCB be spawned again (nothing is read after). */
 	bool movable = first->pin < 0;
 
-	if (wft_feat(MAILBOX)) {
-		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
-		if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
-			return;
-	} else {
-		push_locked(target, first, last, n);
-	}
+	if (!deliver(target, first, last, n))
+		return;
 	if (!burst->head) {
 		burst->head = target;
 		burst->head_stealable = movable;
@@ -329,14 +339,8 @@ void wft_wake_push(struct wft_worker *target, struct weft_thread *first,
 	/* read before the push (see wft_wake_push_burst) */
 	bool movable = first->pin < 0;
 
-	if (wft_feat(MAILBOX)) {
-		wft_stat_add_any(wft_worker_self(), wakes_remote, n);
-		/* Kick only when the mailbox was empty (see mailbox.c). */
-		if (!wft_mailbox_push_chain(&target->mailbox, first, last, n))
-			return;
-	} else {
-		push_locked(target, first, last, n);
-	}
+	if (!deliver(target, first, last, n))
+		return;
 	if (wft_idle_kick_r(target) == WFT_KICK_AWAKE)
 		mail_on_awake(movable);
 }

@@ -539,6 +539,20 @@ void wft_wait_off_cpu(struct weft_thread *t)
 		sched_yield();
 }
 
+/* A context switched away from has been resumed, maybe on another worker
+ * (migration): end the sanitizer's switch and finish the one that brought
+ * us here. Context: the resumed context, on its (re-read) worker. */
+static inline __attribute__((always_inline)) void resumed(void)
+{
+	struct wft_worker *w = wft_worker_self();
+
+	if (w->current)
+		wft_san_switch_end(w->current->san_fake_stack);
+	else
+		wft_san_switch_end(w->sched_fake_stack);
+	finish_switch(w);
+}
+
 /* Switch from cur to the scheduler loop on the OS stack (nothing to run
  * here, or rule 2 below); done: cur has exited and never resumes. Returns
  * when cur is resumed, maybe on another worker. Context: cur on w. */
@@ -551,12 +565,7 @@ static void to_loop(struct wft_worker *w, struct weft_thread *cur, bool done)
 	if (done)
 		wft_ctx_jump(&cur->ctx, &w->sched_ctx);
 	wft_ctx_switch(&cur->ctx, &w->sched_ctx);
-	w = wft_worker_self();
-	if (w->current)
-		wft_san_switch_end(w->current->san_fake_stack);
-	else
-		wft_san_switch_end(w->sched_fake_stack);
-	finish_switch(w);
+	resumed();
 }
 
 /* Rule 2: cur must not wait for next. Leave next in w->held and switch to
@@ -615,13 +624,7 @@ static inline __attribute__((always_inline)) void switch_to(struct wft_worker *w
 	if (cur && atomic_load_explicit(&cur->state, memory_order_relaxed) == WFT_T_DONE)
 		wft_ctx_jump(from_ctx, &next->ctx);   /* cur finished */
 	wft_ctx_switch(from_ctx, &next->ctx);
-	/* Resumed: maybe on another worker (migration), so re-read w. */
-	w = wft_worker_self();
-	if (w->current)
-		wft_san_switch_end(w->current->san_fake_stack);
-	else
-		wft_san_switch_end(w->sched_fake_stack);
-	finish_switch(w);
+	resumed();
 }
 
 /* I5: how long a thread must sit in a busy worker's next slot before a

@@ -63,6 +63,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <threads.h>
 #include <unistd.h>
@@ -296,23 +297,38 @@ int wp_mutex_relock(struct wp_mutex *m)
 	return 0;
 }
 
+/* m is held by the calling thread self. relaxed: only this thread can
+ * have stored its own id there, and any other value is not self. */
+static inline bool mx_owned_by(const struct wp_mutex *m, uint64_t self)
+{
+	return __atomic_load_n(&m->owner, __ATOMIC_RELAXED) == self;
+}
+
+/* One more hold of a recursive mutex its owner holds: 0, or EAGAIN when
+ * the count would overflow. Context: the owner. */
+static inline int mx_relock(struct wp_mutex *m)
+{
+	if (m->count == UINT_MAX)
+		return EAGAIN;
+	m->count++;
+	return 0;
+}
+
 int wp_mutex_timed(struct wp_mutex *m, clockid_t clk, const struct timespec *abs)
 {
 	int type = mx_type(m);
 	uint64_t self = wp_self();
-	/* relaxed: only this thread can have stored its own id there */
-	uint64_t owner = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
-	if (type == PTHREAD_MUTEX_RECURSIVE && owner == self) {
-		if (m->count == UINT_MAX)
-			return EAGAIN;
-		m->count++;
-		return 0;
+	int r;
+
+	if (mx_owned_by(m, self)) {
+		if (type == PTHREAD_MUTEX_RECURSIVE)
+			return mx_relock(m);
+		if (type == PTHREAD_MUTEX_ERRORCHECK)
+			return EDEADLK;
 	}
-	if (type == PTHREAD_MUTEX_ERRORCHECK && owner == self)
-		return EDEADLK;
-	int e = mx_acquire(m, clk, abs);
-	if (e)
-		return e;
+	r = mx_acquire(m, clk, abs);
+	if (r)
+		return r;
 	mx_took(m, type, self);
 	return 0;
 }
@@ -326,14 +342,9 @@ int wp_mutex_trylock(struct wp_mutex *m)
 {
 	int type = mx_type(m);
 	uint64_t self = wp_self();
-	/* relaxed: see wp_mutex_timed */
-	uint64_t owner = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
-	if (type == PTHREAD_MUTEX_RECURSIVE && owner == self) {
-		if (m->count == UINT_MAX)
-			return EAGAIN;
-		m->count++;
-		return 0;
-	}
+
+	if (type == PTHREAD_MUTEX_RECURSIVE && mx_owned_by(m, self))
+		return mx_relock(m);
 	int z = 0;
 	/* acquire: the critical section reads after the lock is ours */
 	if (!__atomic_compare_exchange_n(&m->lock, &z, 1, 0, __ATOMIC_ACQUIRE,
