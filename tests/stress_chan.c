@@ -313,7 +313,9 @@ int main(void)
 {
 	double secs = wt_stress_seconds();
 	Suite *su = suite_create("stress_chan");
-	/* STYLE: budget x 3; plus the close-and-drain phase */
+	/* A stress test's timeout is three times its wall-time budget
+	 * (WEFT_STRESS_SECONDS), so a slow or loaded machine is not a failure;
+	 * plus 10 s for the close-and-drain phase after the deadline. */
 	TCase *tc = wt_tcase(su, "stress", secs * 3 + 10);
 
 	seed = wt_seed();

@@ -184,7 +184,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stress_io");
-	/* the budget x3 (STYLE), plus start-up and the drain after the deadline */
+	/* A stress test's timeout is three times its wall-time budget
+	 * (WEFT_STRESS_SECONDS), so a slow or loaded machine is not a failure;
+	 * plus 10 s for start-up and the drain after the deadline. */
 	TCase *tc = wt_tcase(s, "streams", wt_stress_seconds() * 3 + 10);
 
 	tcase_add_loop_test(tc, streams, 0, wt_nconfigs);
