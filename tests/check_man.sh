@@ -4,7 +4,11 @@
 #      archive's global symbols in a --disable-shared build) is named
 #      in the NAME section of some page in man/ (so `make install` gives it
 #      a page or a .so link, see man/links.sh);
-#   2. every page renders with groff -man -ww without a warning.
+#   2. every page renders with groff -man -ww without a warning;
+#   3. every feature switch of runtime/features.def has an entry in weft(7)
+#      and a section in docs/tuning.md, and every WEFT_* environment
+#      variable the library code reads (a "WEFT_..." string in runtime/ and
+#      sync/) is named in both.
 # Exit 0 pass, 1 fail, 77 skip (no nm, no groff, or the library not built).
 srcdir=${srcdir:-.}
 man=$srcdir/man
@@ -58,5 +62,21 @@ for p in "$man"/*.3 "$man"/*.7; do
 	fi
 done
 
-echo "check_man: $nsyms exported symbols, $npages pages checked"
+nfeat=0
+for f in $(sed -n 's/^WFT_FEAT(\([A-Z_0-9]*\),.*/\1/p' "$srcdir/runtime/features.def"); do
+	nfeat=$((nfeat + 1))
+	awk '/^\.SH FEATURE SWITCHES/, /^\.SH FILES/' "$man/weft.7" | grep -qx "\.B $f" ||
+		{ echo "check_man: FAIL: feature switch $f has no entry in man/weft.7 FEATURE SWITCHES"; fail=1; }
+	grep -q "^### $f\( \|\$\)" "$srcdir/docs/tuning.md" ||
+		{ echo "check_man: FAIL: feature switch $f has no section in docs/tuning.md"; fail=1; }
+done
+nenv=0
+for v in $(cat "$srcdir"/runtime/*.c "$srcdir"/sync/*.c "$srcdir"/sync/preload/*.c |
+	grep -o '"WEFT_[A-Z_0-9]*"' | tr -d '"' | sort -u); do
+	nenv=$((nenv + 1))
+	grep -qw "$v" "$man/weft.7" || { echo "check_man: FAIL: $v is read but not in man/weft.7"; fail=1; }
+	grep -qw "$v" "$srcdir/docs/tuning.md" || { echo "check_man: FAIL: $v is read but not in docs/tuning.md"; fail=1; }
+done
+
+echo "check_man: $nsyms exported symbols, $npages pages checked, $nfeat switches, $nenv variables"
 exit $fail
