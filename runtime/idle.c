@@ -62,7 +62,10 @@
  * idle worker. An idle worker that finds only private work on a victim
  * also sets the victim's split_req. So the delay is at most until the
  * owner's next scheduling point with surplus (a lone spawned child is not
- * surplus: see worker.c).
+ * surplus: see worker.c). A local wakee displaced from the next slot is
+ * published instead of kicked for (worker.c offer_displaced): while a
+ * worker idles it waits at most as a next-slot thread does, for the
+ * looker's tick or a strand-check wake.
  */
 #include "runtime/wft.h"
 #include "runtime/topology.h"

@@ -889,6 +889,37 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
 	maybe_wake_idle(w, t->pin < 0, 2);
 }
 
+/*
+ * A displaced wakee (I3). It was woken by the running thread, which has
+ * just woken another into the next slot. Most such wakers block within
+ * a few hundred ns: a pipeline stage takes an item (waking the stage
+ * before it, blocked on a full queue), passes it on (waking the stage
+ * after it) and waits for the next. Both wakees then run here, one after
+ * the other, cache-warm. The surplus rule's kick (a waker that keeps
+ * running, min 1) got an idle worker to steal the displaced one instead,
+ * and every steal split the chain across workers, each hand-off over
+ * the split a remote wake and, when the other side ran dry, a park and a
+ * kick (docs/wake-path.md "Displaced wakees" has the measurements). So
+ * it is left where a thread in the next slot is left (I5): stealable
+ * (published to the ring) and watched by the looker or a spinner; the
+ * strand check gets one of them going when an idle worker sleeps without
+ * the idle tick, and a ticking one finds it at its next park re-check,
+ * which reads every ring. A waker that keeps running delays it by up to
+ * one idle tick, the bound the next slot has, where the kick cost a wake
+ * syscall. Only while some worker is idle (relaxed: a hint, as in
+ * maybe_wake_idle): a worker that goes idle later finds private work
+ * only, asks for it (split_req) and is answered at our next pick, as
+ * before. Cost: a publish of the private list and the strand check's
+ * load, O(1) in the number of workers.
+ */
+static __attribute__((noinline)) void offer_displaced(struct wft_worker *w)
+{
+	if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) == 0)
+		return;
+	wft_runq_publish_owner(w);
+	wft_idle_strand_check(w);
+}
+
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
 {
 	/* Read before the slot is set: from then on a thief may take t (I5),
@@ -921,6 +952,12 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 		if (!old)
 			return;
 		t = old;   /* I3: the displaced one goes to the tail */
+		/* read before the push, as movable above */
+		if (t->pin < 0 && wft_feat(STEAL)) {
+			wft_runq_push_owner(w, t);
+			offer_displaced(w);
+			return;
+		}
 	}
 	wft_runq_push_owner(w, t);
 	maybe_wake_idle(w, t->pin < 0, 1);
