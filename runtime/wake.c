@@ -126,6 +126,13 @@ static void record_wakee(struct weft_thread *waker, struct weft_thread *wakee)
 	atomic_store_explicit(&waker->wakee_flips, f, memory_order_relaxed);
 }
 
+bool wft_wake_chain_waker(struct wft_worker *self)
+{
+	struct weft_thread *cur = self->current;
+
+	return wft_feat(WAKE_WIDE) && cur && !self->in_side_work && flips_of(cur) == 0;
+}
+
 /* R2' spreads a wide waker's wakees only where spreading can use a CPU
  * that would idle otherwise. With no more workers than CPUs a parked
  * worker is an idle CPU (the kernel's case: wake_wide then finds an idle

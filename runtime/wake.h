@@ -52,6 +52,12 @@ static inline struct wft_worker *wft_wake_target(struct weft_thread *t, struct w
 	return wft_wake_place(t, self, NULL);
 }
 
+/* The thread running on self (a light thread, not side work) has woken
+ * only its last two partners lately (no wakee flips): a stage of a chain,
+ * which wakes the stage after it and the one before it and then waits.
+ * False without flip records (WAKE_WIDE off). Context: self's owner. */
+bool wft_wake_chain_waker(struct wft_worker *self);
+
 /* The hand-off placement of wft_waiter_wake_yield (runtime/wake.c): may
  * the calling context take a hand-off wakee into its own next slot? */
 bool wft_wake_handoff_ok(void);

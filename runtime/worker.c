@@ -202,18 +202,23 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 {
 	if (!have_surplus(w))
 		return;
-	/* The thief that asked may have gone to sleep since: see "Surplus" in
-	 * runtime/idle.c (surplus checked just above). Only if something was
-	 * published: with only pinned threads queued, kicking a sleeper made
-	 * it wake, find nothing, ask again and sleep, ~40k times a second
-	 * (the yield benchmark's pinned pair; test sched/pinned_no_kicks). */
+	/* The thief that asked is idle: it ticks (its park re-check reads
+	 * every ring, so it finds what we publish within a tick), or it
+	 * dozes or sleeps deep, which the strand check covers (it relies on
+	 * the looker or gets a deep or dozing worker going: idle.c "Idle
+	 * tick"). A kick here woke it at once, which a chain of stages paid
+	 * for in splits (worker.c offer_displaced; docs/wake-path.md
+	 * "Displaced wakees"). Only if something was published: with only
+	 * pinned threads queued, getting a sleeper going made it wake, find
+	 * nothing, ask again and sleep, ~40k times a second (the yield
+	 * benchmark's pinned pair; test sched/pinned_no_kicks). */
 	if (wft_runq_publish_owner(w) ||
 	    /* relaxed: our own ring's bounds (a thief only makes it emptier);
 	     * work already public (the ring was full, or only pinned threads
 	     * are private) still needs a looker */
 	    atomic_load_explicit(&w->rq.tail, memory_order_relaxed) !=
 	    atomic_load_explicit(&w->rq.head, memory_order_relaxed))
-		maybe_wake_idle(w, true, 0);
+		wft_idle_strand_check(w);
 }
 
 /* The rare half of stack_offer: the stacks that cached TCBs keep (tcb.c
@@ -899,25 +904,36 @@ void wft_worker_push_spawn(struct wft_worker *w, struct weft_thread *t)
  * running, min 1) got an idle worker to steal the displaced one instead,
  * and every steal split the chain across workers, each hand-off over
  * the split a remote wake and, when the other side ran dry, a park and a
- * kick (docs/wake-path.md "Displaced wakees" has the measurements). So
- * it is left where a thread in the next slot is left (I5): stealable
- * (published to the ring) and watched by the looker or a spinner; the
- * strand check gets one of them going when an idle worker sleeps without
- * the idle tick, and a ticking one finds it at its next park re-check,
- * which reads every ring. A waker that keeps running delays it by up to
- * one idle tick, the bound the next slot has, where the kick cost a wake
- * syscall. Only while some worker is idle (relaxed: a hint, as in
- * maybe_wake_idle): a worker that goes idle later finds private work
- * only, asks for it (split_req) and is answered at our next pick, as
- * before. Cost: a publish of the private list and the strand check's
- * load, O(1) in the number of workers.
+ * kick (docs/wake-path.md "Displaced wakees" has the measurements).
+ *
+ * So while workers idle and none spins, the private list is published
+ * (its older half: the displaced thread itself when it is alone there,
+ * as in wake_pick's publish) and the work is left to the looker: a
+ * ticking idle worker's park re-check reads every ring and finds it
+ * within a tick; the strand check, made after the publish so that its
+ * RELIED CAS (when it makes one) orders the ring store before the look,
+ * gets a deep or dozing worker going when nobody ticks. A waker that
+ * keeps running delays the published work by up to one idle tick where
+ * the kick cost a wake syscall; a thread left private waits for the
+ * owner's next pick, as before. While a worker spins, nothing is
+ * published, as the old rule did not kick then: a spinner would steal
+ * the stage at once and split the chain. While no worker idles, nothing
+ * either: one that goes idle later finds private work only, asks for it
+ * (split_req) and is answered at our next pick. Both counts are relaxed
+ * hints, as in maybe_wake_idle: a stale one costs parallelism for a
+ * while, never the thread (it is queued here). Cost: a publish and the
+ * strand check's load, O(1) in the number of workers.
  */
-static __attribute__((noinline)) void offer_displaced(struct wft_worker *w)
+static __attribute__((noinline)) void offer_displaced(struct wft_worker *w, bool slot_movable)
 {
-	if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) == 0)
-		return;
-	wft_runq_publish_owner(w);
-	wft_idle_strand_check(w);
+	bool published = atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0 &&
+			 (atomic_load_explicit(&wft_rt.nspinning, memory_order_relaxed) == 0 ||
+			  !wft_wake_chain_waker(w)) &&
+			 wft_runq_publish_owner(w) > 0;
+
+	/* for the published work, and for the thread in the slot (I5) */
+	if (published || slot_movable)
+		wft_idle_strand_check(w);
 }
 
 void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool next_slot)
@@ -933,6 +949,7 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 		next_slot = false;
 	if (next_slot && wft_feat(NEXT_SLOT)) {
 		struct weft_thread *old = wft_next_peek(w);
+		bool steal = wft_feat(STEAL);
 
 		if (!old) {
 			/* release: publishes t to a thief's acquire CAS (I5); a
@@ -945,22 +962,26 @@ void wft_worker_push_local(struct wft_worker *w, struct weft_thread *t, bool nex
 			old = wft_next_untag(atomic_exchange_explicit(&w->next, wft_next_tag(t),
 								      memory_order_release));
 		}
+		if (old && old->pin < 0 && steal) {
+			/* I3: the displaced one goes to the tail; unpinned: it
+			 * may be published (offer_displaced) */
+			wft_runq_push_owner(w, old);
+			offer_displaced(w, movable);
+			return;
+		}
 		/* t may be stranded here if we keep running (I5), whichever
 		 * path put it in, the displacing one included */
-		if (movable && wft_feat(STEAL))
+		if (movable && steal)
 			wft_idle_strand_check(w);
 		if (!old)
 			return;
-		t = old;   /* I3: the displaced one goes to the tail */
-		/* read before the push, as movable above */
-		if (t->pin < 0 && wft_feat(STEAL)) {
-			wft_runq_push_owner(w, t);
-			offer_displaced(w);
-			return;
-		}
+		/* I3: the displaced one goes to the tail (pinned, or STEAL
+		 * off: its pin read here, before the push) */
+		t = old;
+		movable = t->pin < 0;
 	}
 	wft_runq_push_owner(w, t);
-	maybe_wake_idle(w, t->pin < 0, 1);
+	maybe_wake_idle(w, movable, 1);
 }
 
 /* ---------------------------------------------------------------------- */
