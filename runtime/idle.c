@@ -60,12 +60,16 @@
  * when workers sleep); then, if some worker is idle and none is spinning,
  * wft_idle_wake_one() publishes half of the private queue and kicks one
  * idle worker. An idle worker that finds only private work on a victim
- * also sets the victim's split_req. So the delay is at most until the
+ * also sets the victim's split_req; the owner answers at its next pick
+ * with surplus by publishing and running the strand check, not a kick:
+ * the asker ticks (its park re-check reads every ring) or the check gets
+ * a deep or dozing worker going. So the delay is at most until the
  * owner's next scheduling point with surplus (a lone spawned child is not
- * surplus: see worker.c). A local wakee displaced from the next slot is
- * published instead of kicked for (worker.c offer_displaced): while a
- * worker idles it waits at most as a next-slot thread does, for the
- * looker's tick or a strand-check wake.
+ * surplus: see worker.c), plus a tick. A local wakee displaced from the
+ * next slot is published instead of kicked for (worker.c
+ * offer_displaced): while a worker idles and none spins it waits at most
+ * as a next-slot thread does, for the looker's tick or a strand-check
+ * wake.
  */
 #include "runtime/wft.h"
 #include "runtime/topology.h"
