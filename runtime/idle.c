@@ -85,10 +85,10 @@
 /* Timer precision: a worker whose next timer is due sleeps in the kernel
  * only until TIMER_EARLY_NS before it, then polls (its scheduling loop
  * returns here and finds the timer due). The kernel's own wakeup from a
- * timed sleep arrived 40 us late at the median (worst of 200: 1.4 ms)
- * on these VMs, measured by weft-micro's timer bench; the early wake
- * hides that latency for at most 50 us of polling per timer expiry, and
- * an idle runtime with no timers still sleeps for good. */
+ * timed sleep can arrive tens of us late on a VM (weft-micro's timer
+ * bench; docs/design.md "Measured alternatives"); the early wake hides
+ * that latency for at most 50 us of polling per timer expiry, and an
+ * idle runtime with no timers still sleeps for good. */
 #define TIMER_EARLY_NS 50000
 /* Contended CPUs. Spinning for work only pays when the worker's CPU is
  * otherwise free: on a machine with more runnable OS threads than CPUs (a
@@ -108,24 +108,24 @@
  * fits inside one kernel time slice, so even on CPUs busy all the time
  * most sampled phases are quiet and only some see a preemption;
  * shortening on a quiet sample (tried: halving, and halving after four
- * quiet ones in a row) kept the back-off at 10-20 ms, a back-off every
- * few samples, 25-34 in 0.9 s at 16 workers. When the contention ends,
+ * quiet ones in a row) kept the back-off short and renewed every few
+ * samples. When the contention ends,
  * spinning resumes at the end of the current back-off, at most
  * SPIN_BACKOFF_MAX_NS later.
  * The back-off is the runtime's, not the sampling worker's: the CPUs are
  * shared by all workers, so when one finds them contended, none should
  * spin. Per worker, oversubscribed (16 workers on 2 CPUs), each worker
  * had to find the contention for itself while the others took the
- * spinning slot in turn: a pinned sembench at 16 workers spent 13% of
- * its samples in the spin's PAUSE loop with 514 back-offs in 2 s, and
- * check_sched's spin_backoff_shared counted 76 in 0.9 s. A sample whose
+ * spinning slot in turn, and a pinned sembench at 16 workers spent a
+ * large share of its time in the spin's PAUSE loop (docs/design.md
+ * "Measured alternatives"). A sample whose
  * phase began before the back-off in force was set is ignored: it
  * measured what another worker already judged. Cost: one shared line,
  * read by every idle round and written only by a contended sample.
  * Rejected: counting involuntary context switches (getrusage): a worker
  * that kicks a parked peer is often preempted by it on its own CPU (the
  * kernel's wakeup preemption), so cross-worker ping-pong (weft-micro
- * pingpong_idle) backed off and went from 24 us to 46 us a round trip. */
+ * pingpong_idle) backed off and its round trip about doubled. */
 #define SPIN_SAMPLE_EVERY 4
 #define SPIN_LOST_MIN_NS 5000
 #define SPIN_BACKOFF_NS 10000000

@@ -64,9 +64,9 @@
  * re-probed within HINT_PROBE_EVERY calls. The hint is never trusted for a
  * result, only for which of two correct sequences to try first: a stale
  * value (another thread, a reused descriptor number) costs one wasted
- * phase 1 or one fcntl. Measured on examples/http-server (wrk, 1,000
- * keep-alive connections, WEFT_STATS per request): thread parks, SQEs and
- * CQEs per request 3.0 -> 1.07 with Direct sends as well.
+ * phase 1 or one fcntl. With Direct sends as well, it takes an HTTP
+ * request from three parks, SQEs and CQEs to about one (docs/design.md
+ * "Measured alternatives").
  *
  * Direct sends (SEND_DIRECT). Phase 1 of
  * send/sendmsg can be the non-blocking syscall itself

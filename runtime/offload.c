@@ -7,7 +7,7 @@
  * and its list of waiting descriptors, and their lifetime (started on
  * demand, stopped when the last worker tears down: wft_offload_ref/unref
  * from runtime/uring.c). Used by weft_offload() and by the fallback of
- * runtime/io.c. See issue 4 and include/weft/io.h.
+ * runtime/io.c. See include/weft/io.h and docs/design.md "I/O".
  *
  * Objects and states.
  *   job      - on the submitting weft thread's stack: fn, arg, results and

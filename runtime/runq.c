@@ -8,8 +8,8 @@
  *     owner pops, thieves       owner only: push at the tail, pop at the
  *     steal half with CAS       head when the ring is empty
  *
- * Why split (the design decision): the issue asks for owner push and pop
- * without an atomic read-modify-write, and yield <= 12 ns. A Go-style ring
+ * Why split (the design decision): owner push and pop without an atomic
+ * read-modify-write, so that a yield costs about a dozen ns. A Go-style ring
  * where owner and thieves both consume with CAS on head costs the owner one
  * lock cmpxchg (~6 ns) on every pop; a Chase-Lev deque avoids it only with a
  * StoreLoad fence (same cost) and pops LIFO. Here the owner pushes and pops

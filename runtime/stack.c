@@ -894,9 +894,9 @@ unsigned wft_stack_cache_keep(void)
 /*
  * Bulk memory. TCB slabs beyond the first few come from 2 MiB-aligned
  * regions advised MADV_HUGEPAGE: a million TCBs are 320 MB, and faulting
- * that in 4 KiB pages cost about 0.8 us per TCB (80,000 faults; measured
- * on a VM where a page fault costs ~10 us), more than the whole spawn and
- * join. With huge pages it is one fault per 2 MiB (6,500 TCBs). The first
+ * that in 4 KiB pages cost more per TCB than the whole spawn and join
+ * (docs/stacks.md "TCB memory" has the figures). With huge pages
+ * it is one fault per 2 MiB (6,500 TCBs). The first
  * slabs stay on malloc so that a small program does not pay a 2 MiB page
  * for its first spawn. Regions are never unmapped: TCB memory stays
  * type-stable for the life of the process, and a bulk slab a runtime

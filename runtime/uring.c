@@ -175,7 +175,7 @@
  * Rejected alternatives:
  *   - one io_uring_enter per operation (submit at queue time): one syscall
  *     per recv/send, the cost that makes thread-per-connection lose to an
- *     event loop; batching per round is the point (issue 4).
+ *     event loop; batching per round is the point.
  *   - a shared ring for all workers: needs a lock or an MPSC SQ, loses
  *     SINGLE_ISSUER/DEFER_TASKRUN, and completions would wake threads on
  *     the wrong worker.

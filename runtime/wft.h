@@ -10,10 +10,14 @@
  * includes, the debug switch, wft_panic and WFT_ASSERT.
  *
  * Everything here is internal and named wft_* (the public API is weft_*).
- * Most calls are wft_<module>_<verb>() and are defined in runtime/<module>.c
- * or sync/<module>.c; the helpers every file uses (the clock wft_now, the
- * atomics of runtime/atomic.h, the stats macros, the wait notes) are not
- * named for a module, and the comment above each says where it lives.
+ * Every internal call is declared in the header of the module that
+ * defines it. Most are wft_<module>_<verb>() and are defined in
+ * runtime/<module>.c or sync/<module>.c; the rest are named for what they
+ * do, not for their module: the helpers every file uses (the clock
+ * wft_now, the atomics of runtime/atomic.h, the stats macros, the wait
+ * notes) and about twenty calls shared between a few modules (such as
+ * wft_wait_off_cpu in worker.c, wft_parse_size in env.c, wft_lock_os_gen
+ * in sync/mutex.c); their header says where each lives.
  * The I/O layer's header (runtime/uring.h, which needs liburing) and the
  * diagnostics (runtime/diag.h) are not included here.
  *

@@ -250,12 +250,11 @@
  *   runtime/drain.c). There it cannot run before the unlocker switches
  *   out, and an unlocker that relocks at once (the lock is free: it
  *   released it) never does. Without this rule the woken waiter waited for
- *   the 1 ms of I7, and the queue advanced one waiter per millisecond: a
- *   probe's trial keeps one worker draining for 110 ms, so the lock's
- *   queue moved by ~110 instead of ~440 waiters (at WFT_MUTEX_ROTATE_NS
- *   each); with a probe forced every 0.5 s, test-mutex V 128's longest
- *   wait fell from a median of 226 ms to 74 ms with this rule
- *   (docs/design.md "Mutex").
+ *   the 1 ms of I7, and the queue advanced one waiter per millisecond
+ *   for as long as a probe's trial kept a worker draining, a quarter of
+ *   what it moves at WFT_MUTEX_ROTATE_NS per waiter. With this rule
+ *   test-mutex V 128's longest wait under forced probes fell to about a
+ *   third (docs/design.md "Mutex" has the table).
  *   The rule: a contended unlock by a weft thread that finds the woken
  *   waiter in its own worker's next slot counts that (m->stuck, under
  *   qlock, from 0 each time a waiter becomes m->woken); once
@@ -315,8 +314,8 @@
  *   of them wait about N hand-overs whatever the mutex does; measured from
  *   queueing, every waiter of a long queue (1,024 tasks) was "starving", the
  *   mutex stayed in hand-off mode for good, and every acquisition cost a
- *   park and a switch (test-mutex M 1024 fell to half of M 128, M 10000 to
- *   a quarter). Hand-off cannot shorten a wait that is the queue's length;
+ *   park and a switch (test-mutex M 1024 and M 10000 fell well below M
+ *   128: docs/design.md "Measured alternatives"). Hand-off cannot shorten a wait that is the queue's length;
  *   it can only stop a waiter from being passed over, which is what head
  *   time measures. I5 and I7 bound exactly that: once at the head (or
  *   woken), a waiter is passed over for at most WFT_MUTEX_STARVE_NS.
