@@ -18,7 +18,7 @@ enum wft_rt_state {
 };
 
 struct wft_runtime {
-	_Atomic int state;                /* enum wft_rt_state (runtime/init.c) */
+	_Atomic enum wft_rt_state state;  /* runtime/init.c */
 	int nworkers;
 	int ncpu;                         /* CPUs this process may run on (affinity) */
 	uint64_t seed;                    /* of the workers' rng (WEFT_SEED, init.c) */
