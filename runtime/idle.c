@@ -65,11 +65,14 @@
  * the asker ticks (its park re-check reads every ring) or the check gets
  * a deep or dozing worker going. So the delay is at most until the
  * owner's next scheduling point with surplus (a lone spawned child is not
- * surplus: see worker.c), plus a tick. A local wakee displaced from the
- * next slot is published instead of kicked for (worker.c
- * offer_displaced): while a worker idles and none spins it waits at most
- * as a next-slot thread does, for the looker's tick or a strand-check
- * wake.
+ * surplus: see worker.c), plus a tick, or DOZE_NS in the races that
+ * "Idle tick" leaves to the dozers' timeout (an answer made between the
+ * asker's request and its park). A local wakee displaced from the next
+ * slot is published instead of kicked for (worker.c offer_displaced):
+ * while a worker idles and none spins it waits at most as a next-slot
+ * thread does, for the looker's tick or a strand-check wake (DOZE_NS in
+ * the same races). With a spinner and a chain waker it stays private
+ * and waits for the owner's next pick, as it did before.
  */
 #include "runtime/wft.h"
 #include "runtime/topology.h"
@@ -1208,8 +1211,9 @@ static bool park_recheck_victims(struct wft_worker *w, bool *look_again, bool *w
 			break;
 		}
 		if (wft_runq_has_work(v)) {
-			/* private-only work: ask the owner to publish; it
-			 * will kick us (see Surplus) */
+			/* private-only work: ask the owner to publish at its
+			 * next pick; our tick or the strand check brings us
+			 * back to it (see Surplus) */
 			if (atomic_load_explicit(&v->rq.tail, memory_order_relaxed) !=
 			    atomic_load_explicit(&v->rq.head, memory_order_relaxed)) {
 				w->steal_hint = v;   /* try_steal's first victim */

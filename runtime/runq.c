@@ -24,7 +24,8 @@
  * owner reaches a scheduling point. Cooperative threads reach one at every
  * block, yield or spawn, and a thread that computes without any of those
  * holds its worker anyway. Idle workers set split_req and sleep; the owner
- * publishes at its next pick and kicks one (see runtime/idle.c). A yield
+ * publishes at its next pick and leaves the work to their tick or the
+ * strand check (see runtime/idle.c "Surplus"). A yield
  * that leaves an unpinned yielder queued behind another thread publishes
  * at once (worker.c offer_yielder): the thread it yielded to may never
  * reach a scheduling point.

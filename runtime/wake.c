@@ -265,8 +265,9 @@ static void push_locked(struct wft_worker *target, struct weft_thread *first,
 	wft_runq_push_locked_remote(target, first, last, n);
 	/* Surplus (runtime/idle.c): the target cannot notice work inserted
 	 * behind its back as it does when it drains a mailbox, so if workers
-	 * sleep, ask it to publish at its next pick (which wakes one of them
-	 * when there is surplus). relaxed: a hint, like a thief's request. */
+	 * sleep, ask it to publish at its next pick (which leaves the work to
+	 * their tick or the strand check when there is surplus). relaxed: a
+	 * hint, like a thief's request. */
 	if (atomic_load_explicit(&wft_rt.nidle, memory_order_relaxed) > 0)
 		atomic_store_explicit(&target->rq.split_req, 1, memory_order_relaxed);
 	/* seq_cst fence: StoreLoad between the insert and reading target->sleep

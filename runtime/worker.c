@@ -202,11 +202,13 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 {
 	if (!have_surplus(w))
 		return;
-	/* The thief that asked is idle: it ticks (its park re-check reads
-	 * every ring, so it finds what we publish within a tick), or it
-	 * dozes or sleeps deep, which the strand check covers (it relies on
-	 * the looker or gets a deep or dozing worker going: idle.c "Idle
-	 * tick"). A kick here woke it at once, which a chain of stages paid
+	/* The thief that asked is idle (or, under NO_MAILBOX, a remote
+	 * waker asked for the sleepers: wake.c push_locked): an idle worker
+	 * ticks (its park re-check reads every ring, so it finds what we
+	 * publish within a tick), or it dozes or sleeps deep, which the
+	 * strand check covers (it relies on the looker or gets a deep or
+	 * dozing worker going; DOZE_NS in the races idle.c "Idle tick"
+	 * leaves to the dozers). A kick here woke it at once, which a chain of stages paid
 	 * for in splits (worker.c offer_displaced; docs/wake-path.md
 	 * "Displaced wakees"). Only if something was published: with only
 	 * pinned threads queued, getting a sleeper going made it wake, find
