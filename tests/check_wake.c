@@ -871,6 +871,23 @@ START_TEST(stranded_yielder)
 }
 END_TEST
 
+/* Start 2 workers (DRAIN off) for a test of where local wakes run: they
+ * go to the waker's worker (WAKE_AFFINE), its next slot (NEXT_SLOT, not
+ * shuffled by RANDOMIZE) and can be stolen (STEAL). Else prints SKIP and
+ * returns false with no runtime. */
+static bool start_local_wakes(const char *test)
+{
+	if (!needs(test, "STEAL,NEXT_SLOT,WAKE_AFFINE"))
+		return false;
+	wt_init_features(2, "NO_DRAIN");
+	if (weft_feature("RANDOMIZE") == 1) {
+		wt_shutdown();
+		wt_skip("wake/%s: RANDOMIZE shuffles next-slot use", test);
+		return false;
+	}
+	return true;
+}
+
 /* ---------------------------------------------------------------------- */
 /* A displaced wakee (worker.c offer_displaced). A, pinned to worker 0,
  * wakes B and then C, both unpinned and last run on worker 0: B goes to
@@ -945,14 +962,8 @@ START_TEST(displaced_wakee_no_kick)
 
 	/* pulled to A's worker (WAKE_AFFINE, the next slot) and stolen from
 	 * there (STEAL); RANDOMIZE sends local wakes past the next slot */
-	if (!needs("displaced_wakee_no_kick", "STEAL,NEXT_SLOT,WAKE_AFFINE"))
+	if (!start_local_wakes("displaced_wakee_no_kick"))
 		return;
-	wt_init_features(2, "NO_DRAIN");
-	if (weft_feature("RANDOMIZE") == 1) {
-		wt_shutdown();
-		wt_skip("wake/displaced_wakee_no_kick: RANDOMIZE shuffles next-slot use");
-		return;
-	}
 	weft_attr_init(&a);
 	a.worker = 0;
 	for (int r = 0; r < DISPLACE_ROUNDS; r++) {
@@ -1019,14 +1030,8 @@ START_TEST(chain_few_kicks)
 	weft_stats_t s0, s1;
 	double per_k;
 
-	if (!needs("chain_few_kicks", "STEAL,NEXT_SLOT,WAKE_AFFINE"))
+	if (!start_local_wakes("chain_few_kicks"))
 		return;
-	wt_init_features(2, "NO_DRAIN");
-	if (weft_feature("RANDOMIZE") == 1) {
-		wt_shutdown();
-		wt_skip("wake/chain_few_kicks: RANDOMIZE shuffles next-slot use");
-		return;
-	}
 	for (int k = 0; k < CHAIN_STAGES - 1; k++)
 		ck_assert_int_eq(weft_chan_create(&chain_ch[k], sizeof(int), 1), 0);
 	stats(&s0);
