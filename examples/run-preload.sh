@@ -105,6 +105,17 @@
 #   PRELOAD=path        the library (default: ./.libs/libweft-preload.so)
 #   LOGDIR=dir          keep every run's output there (default: temporary)
 #
+# Output: the table above, one line per benchmark with its ratio and CPU
+# seconds; then a summary line per benchmark (bench=preload name=...
+# glibc=... preload=... ratio=...); then one machine-readable line per run
+# in examples/bench.h's format, which `make bench` (bench-report.sh)
+# collects into its report:
+#   bench=BENCH impl=glibc|glibc-adaptive|preload param=K=V,... value=X unit=U
+# BENCH names the program and test (test-mutex-V, sysbench-mutex,
+# sysbench-threads, pigz, mariadb-TEST and mariadb-TEST_p99, memcached,
+# redis-TEST, rocksdb-readwhilewriting, nginx); BENCH_cpu (unit s) is the
+# CPU time of the same run (for redis, of each side's whole load: redis_cpu).
+#
 # The machine is shared: quote ratios from one sitting only, with the
 # min-max spread this prints.
 set -u
@@ -203,6 +214,20 @@ report() {
 	summary+=("bench=preload name=$name unit=$unit glibc=$gm preload=$pm ratio=$ratio")
 }
 
+# machine BENCH PARAM UNIT IMPL VALUES [CPUS]: one bench= line per run
+# (VALUES and CPUS: one number per run), printed after the summary; the
+# CPU seconds become metric BENCH_cpu in unit s.
+mlines=()
+machine() {
+	local v
+	for v in $5; do
+		mlines+=("bench=$1 impl=$4 param=$2 value=$v unit=$3")
+	done
+	for v in ${6:-}; do
+		mlines+=("bench=${1}_cpu impl=$4 param=$2 value=$v unit=s")
+	done
+}
+
 # ---- test-mutex ----
 if [[ " $BENCHES " == *" test-mutex "* ]]; then
 	TM=./examples/test-mutex
@@ -220,7 +245,9 @@ if [[ " $BENCHES " == *" test-mutex "* ]]; then
 					adaptive) run "$log" "$TM" --impl=pthread-adaptive V "$t" "$SECS" ;;
 					preload) run "$log" env LD_PRELOAD="$PRELOAD" "$TM" --impl=pthread V "$t" "$SECS" ;;
 					esac || { echo "test-mutex $side $t: ERROR (see $log)"; errors=$((errors + 1)); }
-					v=$(awk '/avg ops\/sec:/ { print $3 }' "$log")
+					# the progress lines end in a carriage return:
+					# the "avg ops/sec:" line is the run's average
+					v=$(tr '\r' '\n' <"$log" | awk '/^avg ops\/sec:/ { v = $3 } END { print v }')
 					c=$(cpu_of "$log")
 					case $side in
 					glibc) gv="$gv $v"; gc="$gc $c" ;;
@@ -231,6 +258,9 @@ if [[ " $BENCHES " == *" test-mutex "* ]]; then
 			done
 			report "test-mutex V $t (vs default)" ops/s "$gv" "$pv" "$gc" "$pc"
 			report "test-mutex V $t (vs adaptive)" ops/s "$av" "$pv" "$ac" "$pc"
+			machine test-mutex-V "tasks=$t,secs=$SECS" ops/s glibc "$gv" "$gc"
+			machine test-mutex-V "tasks=$t,secs=$SECS" ops/s glibc-adaptive "$av" "$ac"
+			machine test-mutex-V "tasks=$t,secs=$SECS" ops/s preload "$pv" "$pc"
 		done
 	fi
 fi
@@ -267,6 +297,10 @@ if [[ " $BENCHES " == *" sysbench "* ]]; then
 				unit=locks/s
 				[ $test = threads ] && unit=events/s
 				report "sysbench $test $t threads" $unit "$gv" "$pv" "$gc" "$pc"
+				mp="threads=$t,secs=$SECS"
+				[ $test = mutex ] && mp="threads=$t,locks=$MUTEX_LOCKS"
+				machine "sysbench-$test" "$mp" $unit glibc "$gv" "$gc"
+				machine "sysbench-$test" "$mp" $unit preload "$pv" "$pc"
 			done
 		done
 	fi
@@ -302,6 +336,8 @@ if [[ " $BENCHES " == *" pigz "* ]]; then
 			done
 		done
 		report "pigz -p 4, 200 MB" MB/s "$gv" "$pv" "$gc" "$pc"
+		machine pigz "procs=4,mb=200" MB/s glibc "$gv" "$gc"
+		machine pigz "procs=4,mb=200" MB/s preload "$pv" "$pc"
 		rm -f "$f"
 	fi
 fi
@@ -431,6 +467,12 @@ if [[ " $BENCHES " == *" mariadb "* ]]; then
 						"${tps[$test-$t-preload]:-}" "${cpu[$test-$t-glibc]:-}" "${cpu[$test-$t-preload]:-}"
 					report "mariadb $test $t thr p99" ms "${lat[$test-$t-glibc]:-}" \
 						"${lat[$test-$t-preload]:-}" "" ""
+					mp="threads=$t,secs=$MARIADB_SECONDS"
+					for side in glibc preload; do
+						machine "mariadb-$test" "$mp" tx/s $side "${tps[$test-$t-$side]:-}" \
+							"${cpu[$test-$t-$side]:-}"
+						machine "mariadb-${test}_p99" "$mp" ms $side "${lat[$test-$t-$side]:-}"
+					done
 				done
 			done
 			echo "mariadb: transactions retried after InnoDB deadlocks (all runs):" \
@@ -499,6 +541,10 @@ if [[ " $BENCHES " == *" memcached "* ]]; then
 		for c in $MEMCACHED_CONC; do
 			report "memcached -t 4, memcaslap -c $c" ops/s "${mops[$c-glibc]:-}" \
 				"${mops[$c-preload]:-}" "${mcpu[$c-glibc]:-}" "${mcpu[$c-preload]:-}"
+			for side in glibc preload; do
+				machine memcached "threads=4,conns=$c,secs=$MEMCACHED_SECONDS" ops/s $side \
+					"${mops[$c-$side]:-}" "${mcpu[$c-$side]:-}"
+			done
 		done
 	fi
 fi
@@ -641,6 +687,13 @@ if [[ " $BENCHES " == *" redis "* ]]; then
 		for name in $rtests; do
 			report "redis $name -c $REDIS_CONC" req/s "${rrps[$name-glibc]:-}" \
 				"${rrps[$name-preload]:-}" "${rcpu[glibc]:-}" "${rcpu[preload]:-}"
+			for side in glibc preload; do
+				machine "redis-$name" "conns=$REDIS_CONC,requests=$REDIS_REQUESTS" req/s $side \
+					"${rrps[$name-$side]:-}"
+			done
+		done
+		for side in glibc preload; do
+			machine redis "conns=$REDIS_CONC,requests=$REDIS_REQUESTS" - $side "" "${rcpu[$side]:-}"
 		done
 	fi
 fi
@@ -690,6 +743,9 @@ if [[ " $BENCHES " == *" rocksdb "* ]]; then
 			done
 			rm -rf "$LOGDIR/rocksdb-run"
 			report "rocksdb readwhilewriting $ROCKSDB_THREADS+1 thr" ops/s "$gv" "$pv" "$gc" "$pc"
+			mp="readers=$ROCKSDB_THREADS,writers=1,keys=$ROCKSDB_NUM,secs=$ROCKSDB_SECONDS"
+			machine rocksdb-readwhilewriting "$mp" ops/s glibc "$gv" "$gc"
+			machine rocksdb-readwhilewriting "$mp" ops/s preload "$pv" "$pc"
 		fi
 		rm -rf "$base"
 	fi
@@ -808,10 +864,14 @@ EOF_LUA
 			done
 		done
 		report "nginx 2 workers, wrk -c $NGINX_CONC" req/s "$gv" "$pv" "$gc" "$pc"
+		mp="workers=2,conns=$NGINX_CONC,secs=$NGINX_SECONDS"
+		machine nginx "$mp" req/s glibc "$gv" "$gc"
+		machine nginx "$mp" req/s preload "$pv" "$pc"
 	fi
 fi
 
 echo
 for l in "${summary[@]}"; do echo "$l"; done
+for l in "${mlines[@]}"; do echo "$l"; done
 echo "errors: $errors"
 [ "$errors" = 0 ]
