@@ -6,14 +6,17 @@
 #
 #   ab-SWITCH      one per seed feature switch measured (ab.tsv): the
 #                  median of each case with the switch on and off, min-max
-#                  as error bars
+#                  as error bars; weft's cases only (ab.tsv leaves out the
+#                  baselines, which a switch cannot affect)
 #   cdf-BENCH      wake-latency distribution (samples/BENCH-IMPL.txt, ns),
 #                  one line per implementation, log time axis
 #   scale-BENCH    throughput (and kicks per 1,000 wakes) against the
 #                  number of workers: wake-scale from results.tsv and every
-#                  examples/scale.sh table (scale.tsv)
+#                  examples/scale.sh table (scale.tsv; its throughput column
+#                  carries the benchmark's unit, "throughput (tx/s)")
 #   http, echo     requests (round trips) per second and p99 latency
-#                  against connections, one line per implementation
+#                  against connections, one line per implementation, one
+#                  legend for both panels at the foot
 # A plot whose data is missing is not drawn. Exits 1 when gnuplot is
 # missing, 0 otherwise.
 set -u
@@ -63,14 +66,33 @@ ab_plots() {
 	for sw in $(awk -F'\t' 'NR > 1 { print $1 }' "$D/ab.tsv" | sort -u); do
 		# each case as performance relative to the switch on (higher is
 		# better whatever the unit: a time is inverted), so that cases in
-		# different units share one axis; the unit goes into the label
-		awk -F'\t' -v s="$sw" 'NR > 1 && $1 == s {
+		# different units share one axis; the unit goes into the label.
+		# Labels are horizontal, centred under their bars, wrapped at
+		# spaces and commas into lines of at most 24 characters ("|"
+		# between lines, a newline in the plot) so that none runs past
+		# its neighbours or the edge.
+		awk -F'\t' -v s="$sw" '
+		function wrap(str, w,    n, t, i, j, out, line, m, p) {
+			n = split(str, t, " "); out = ""; line = ""
+			for (i = 1; i <= n; i++) {
+				m = split(t[i], p, ",")
+				for (j = 1; j <= m; j++) {
+					x = p[j] (j < m ? "," : "")
+					sep = (j == 1) ? " " : ""
+					if (line != "" && length(line) + length(sep) + length(x) > w) { out = out (out != "" ? "|" : "") line; line = x }
+					else line = line (line != "" ? sep : "") x
+				}
+			}
+			return out (out != "" ? "|" : "") line
+		}
+		NR > 1 && $1 == s {
 			inv = ($3 ~ /^(ns|us|ms|s|usecs\/op|%|kicks)$/)
 			on = $4
 			for (i = 4; i <= 9; i++) r[i] = inv ? on / $i : $i / on
+			lab = wrap($2, 24) "|(" $3 ")"
 			# inverted, min and max swap
-			if (inv) printf "%s\t%g\t%g\t%g\t%g\t%g\t%g\n", $2 " (" $3 ")", r[4], r[6], r[5], r[7], r[9], r[8]
-			else printf "%s\t%g\t%g\t%g\t%g\t%g\t%g\n", $2 " (" $3 ")", r[4], r[5], r[6], r[7], r[8], r[9]
+			if (inv) printf "%s\t%g\t%g\t%g\t%g\t%g\t%g\n", lab, r[4], r[6], r[5], r[7], r[9], r[8]
+			else printf "%s\t%g\t%g\t%g\t%g\t%g\t%g\n", lab, r[4], r[5], r[6], r[7], r[8], r[9]
 		}' "$D/ab.tsv" > "$P/ab-$sw.dat"
 		render "ab-$sw" <<EOF
 $COMMON
@@ -82,10 +104,10 @@ set style fill solid 0.85 border -1
 set boxwidth 0.9
 set yrange [0:*]
 set format y "%.2f"
-set xtics scale 0 rotate by -18 left
-set bmargin 6
-set rmargin 14
-plot '$P/ab-$sw.dat' using 2:3:4:xtic(1) title "$sw on" lc rgb '#1f77b4', \
+set xtics scale 0 norotate center
+set bmargin 7
+nl(s) = strstrt(s, "|") ? s[1:strstrt(s, "|") - 1] . "\n" . nl(s[strstrt(s, "|") + 1:*]) : s
+plot '$P/ab-$sw.dat' using 2:3:4:xtic(nl(strcol(1))) title "$sw on" lc rgb '#1f77b4', \
      '' using 5:6:7 title "$sw off (NO_$sw)" lc rgb '#ff7f0e'
 EOF
 	done
@@ -179,7 +201,7 @@ $COMMON
 set title "examples/scale.sh: $b against the number of workers ($(nproc) CPUs)"
 set xlabel "workers (log scale)"
 set ylabel "$y1cols"
-$([ -n "$y2cols" ] && printf 'set y2label "%s"\nset y2tics\nset y2range [0:*]' "$y2cols")
+$([ -n "$y2cols" ] && printf 'set y2label "per 1,000 wakes (the /1kw lines)"\nset y2tics\nset y2range [0:*]')
 set logscale x 2
 set yrange [0:*]
 set format y "%.1s%c"
@@ -209,7 +231,10 @@ conn_plot() {
 	render "$name" <<EOF
 $COMMON
 set multiplot layout 1,2 title "$title"
-set key outside bottom center horizontal
+# one legend for both panels, centred at the foot of the image, below
+# the axis titles (each panel's own legend under its axis title crowded it)
+set key at screen 0.5, screen 0.02 center bottom horizontal samplen 2
+set bmargin 5
 set logscale x
 set autoscale xfix
 set offsets graph 0.06, graph 0.06, 0, 0
@@ -220,6 +245,7 @@ set format y "%.1s%c"
 plot $plot1
 set ylabel "p99 latency (ms)"
 set format y "%g"
+unset key
 plot $plot2
 unset multiplot
 EOF

@@ -17,7 +17,10 @@
 #   BENCH_REPS=N     runs of each configuration, alternated between the
 #                    implementations and switches that are compared (default
 #                    3; quick 1). Programs that take a run count also take
-#                    their own median inside each run.
+#                    their own median inside each run. With one run there is
+#                    no min-max range, and examples/compare.sh cannot tell a
+#                    change from noise: use BENCH_REPS=3 or more (also with
+#                    BENCH_QUICK=1) for reports that are to be compared.
 #   BENCH_ONLY="SUITE ..."   run only these suites; BENCH_SKIP="SUITE ..."
 #                    skips some. Suites, in order:
 #       seeds       examples/run-seeds.sh: sembench and test-mutex with the
@@ -28,18 +31,24 @@
 #       pipeline    the stage pipeline (seed 003), 2 workers and 1, SYNC_WAKE A/B
 #       wake-scale  sembench -o 3 at WEFT_WORKERS=2, 16, 64 (issue 14 targets)
 #       locks       test-mutex ceiling (--work-ns=0 V 1) and many waiters
+#       kick-pingpong  a token passed between two workers by
+#                   weft_park/weft_unpark, as it is, with NO_IDLE_SPIN (every
+#                   hand-off kicks a sleeping worker: io_uring) and with
+#                   NO_IDLE_SPIN,NO_URING (the futex kick)
 #       echo        echo-server (weft, epoll, pthread) with echo-client, at
 #                   ECHO_CONNS connections (default "10 100 1000"; quick
 #                   "10 100"; examples/run-echo.sh runs the same by itself)
 #       http        examples/run-http.sh (needs wrk and nginx; else skipped)
 #       and, when they are built or present: dispatcher, hackbench, scale
 #       (examples/scale.sh), gang, rwlock, cond (lock benchmarks), preload
-#       (examples/run-preload.sh). A missing one is named in the report's
+#       (examples/run-preload.sh: unmodified programs under glibc and under
+#       LD_PRELOAD=libweft-preload.so, REPEAT=BENCH_REPS; quick: test-mutex
+#       and sysbench only). A missing one is named in the report's
 #       "Skipped" list.
 #   DISPATCHER_ARGS, HACKBENCH_ARGS, GANG_ARGS, RWLOCK_ARGS, COND_ARGS,
 #   SCALE_ENV   extra arguments (environment for scale.sh) for the
 #               benchmarks that land later
-#   BENCH_TIMEOUT=S  kill a run after S seconds (default 900; quick 180)
+#   BENCH_TIMEOUT=S  kill a run after S seconds (default 900; quick 300)
 #
 # What it writes in the report directory:
 #   report.md      machine facts, the targets met or missed, one table per
@@ -285,6 +294,30 @@ suite_locks() {
 	done
 }
 
+# kick-pingpong: the round trip of a token between workers 0 and 1 (two
+# wakes a round). As it is, an idle worker spins and catches the wake;
+# with NO_IDLE_SPIN each hand-off wakes a sleeping worker (the kick: an
+# io_uring message), with NO_IDLE_SPIN,NO_URING a futex wake. The variants
+# are labelled by their WEFT_FEATURES value.
+suite_kick_pingpong() {
+	local r v rounds=20000 name
+	[ -n "$QUICK" ] && rounds=5000
+	if [ ! -x "$E/kick-pingpong" ]; then
+		skip kick-pingpong "examples/kick-pingpong is not built"
+		return
+	fi
+	for r in $(seq 1 "$REPS"); do
+		for v in - NO_IDLE_SPIN NO_IDLE_SPIN,NO_URING; do
+			name="kick-${v//,/+}-$r"
+			if [ "$v" = - ]; then
+				run "$name" -- "$E/kick-pingpong" "$rounds"
+			else
+				run "$name" WEFT_FEATURES="$v" -- "$E/kick-pingpong" "$rounds"
+			fi && collect kick-pingpong "$v" "$(lastlog "$name")"
+		done
+	done
+}
+
 PORT=${BENCH_PORT:-19100}
 # wait_port (and raise_nofile)
 # shellcheck source=examples/net.sh
@@ -378,6 +411,9 @@ suite_cond() {
 # examples/scale.sh prints a table (a header naming a workers column, then
 # rows), maybe several, each after a title line; or bench= lines with a
 # workers= parameter. Both go into scale.tsv: bench workers column value.
+# A table's unit column names the throughput's unit ("throughput
+# (burns/s)"); its features column, where not "default", is added to the
+# benchmark's name (sembench-NO_WAKE_WIDE).
 parse_scale() {   # FILE
 	awk '
 	function isnum(x) { return x ~ /^[0-9.eE+-]+[a-zA-Z\/%]*$/ && x ~ /^[0-9]/ }
@@ -399,15 +435,22 @@ parse_scale() {   # FILE
 		wc = 0
 		for (i = 1; i <= n; i++) if (tolower(f[i]) ~ /^(workers|weft_workers|w|nworkers)$/) wc = i
 		if (wc && !isnum(f[1])) {
-			hdr = n; hw = wc; bc = 0
-			for (i = 1; i <= n; i++) { h[i] = f[i]; if (tolower(f[i]) ~ /^(bench|benchmark|name|test)$/) bc = i }
+			hdr = n; hw = wc; bc = 0; uc = 0; fc = 0
+			for (i = 1; i <= n; i++) {
+				h[i] = f[i]
+				if (tolower(f[i]) ~ /^(bench|benchmark|name|test)$/) bc = i
+				if (tolower(f[i]) == "unit") uc = i
+				if (tolower(f[i]) ~ /^(features|variant)$/) fc = i
+			}
 			next
 		}
 		if (hdr && n == hdr && isnum(f[hw])) {
 			b = bc ? f[bc] : (title != "" ? title : "scale")
+			if (fc && f[fc] != "default" && f[fc] != "-") { x = f[fc]; gsub(/,/, "+", x); b = b "-" x }
 			for (i = 1; i <= n; i++) if (i != hw && i != bc && isnum(f[i])) {
 				v = f[i]; sub(/[a-zA-Z\/%]+$/, "", v)
 				u = f[i]; sub(/^[0-9.eE+-]+/, "", u)
+				if (u == "" && uc && tolower(h[i]) ~ /^(throughput|value|rate)$/ && !isnum(f[uc])) u = f[uc]
 				printf "%s\t%s\t%s\t%s\n", b, f[hw] + 0, h[i] (u != "" ? " (" u ")" : ""), v
 			}
 			next
@@ -436,7 +479,9 @@ suite_preload() {
 		skip preload "examples/run-preload.sh is not in this tree (not landed yet)"
 		return
 	fi
-	run preload BENCH_QUICK="${QUICK:-0}" -- "$here/run-preload.sh"
+	# from the build directory: the script finds the library and
+	# test-mutex there
+	run preload BENCH_QUICK="${QUICK:-0}" REPEAT="$REPS" -- env -C "$B" "$here/run-preload.sh"
 	case $? in
 	0) collect preload - "$(lastlog preload)" ;;
 	77) skip preload "$(grep -m1 -i 'missing' "$(lastlog preload)") (run-preload.sh installs nothing)" ;;
@@ -444,7 +489,7 @@ suite_preload() {
 	esac
 }
 
-SUITES="seeds weft-micro sync-micro pipe-bench pipeline wake-scale locks echo http
+SUITES="seeds weft-micro sync-micro pipe-bench pipeline wake-scale locks kick-pingpong echo http
 	dispatcher hackbench scale gang rwlock cond preload"
 
 # ---------------------------------------------------------------- machine
@@ -571,7 +616,12 @@ targets() {
 
 # ab.tsv: each seed switch's A/B, one row per case: the seeds' labelled
 # pairs, and every other metric measured with WEFT_FEATURES=NO_X against
-# the same metric without it.
+# the same metric without it. Only weft's own rows: a baseline (pthread,
+# glibc, epoll, nginx) run beside them is not affected by a switch. A
+# variant that turns off more than one switch (NO_X,NO_Y) is not one
+# switch's A/B. The case's label is the suite, then the benchmark's name
+# without the suite's (dispatcher_p99 in suite dispatcher: "dispatcher
+# p99"), then the impl.
 ab_table() {
 	printf 'switch\tcase\tunit\ton_median\ton_min\ton_max\toff_median\toff_min\toff_max\n' > "$AB"
 	awk -F'\t' '
@@ -592,9 +642,12 @@ ab_table() {
 		for (r = 2; r in rows || r <= NR; r++) {
 			if (!(r in rows)) continue
 			split(rows[r], f, "\t")
-			if (f[4] !~ /^NO_/ || f[1] == "seeds") continue
+			if (f[4] !~ /^NO_/ || f[4] ~ /,/ || f[1] == "seeds" || f[3] ~ /^(pthread|glibc|epoll|nginx)/) continue
 			on = f[1] "|" f[2] "|" f[3] "|-|" f[5]
-			cs = f[1] (f[2] != f[1] && f[1] !~ "^" f[2] ? " " f[2] : "") " " f[3]
+			bn = f[2]
+			if (index(bn, f[1]) == 1) { bn = substr(bn, length(f[1]) + 1); sub(/^[-_]/, "", bn) }
+			else if (index(f[1], bn) == 1) bn = ""
+			cs = f[1] (bn != "" ? " " bn : "") " " f[3]
 			if (nparam[f[1] "|" f[2] "|" f[3] "|" f[4]] > 1) cs = cs " " f[5]
 			pair(substr(f[4], 4), cs, on, f[1] "|" f[2] "|" f[3] "|" f[4] "|" f[5])
 		}
@@ -638,6 +691,45 @@ table() {
 	}' "$RES"
 }
 
+# preload_table: examples/run-preload.sh's results, one row per benchmark
+# and baseline (glibc's default mutex; for test-mutex also glibc's adaptive
+# one): both medians with min-max, preload against the baseline (> 1: the
+# preload is better, whichever way the unit goes) and the CPU seconds of
+# the runs (BENCH_cpu).
+preload_table() {
+	awk -F'\t' '
+	function lower(u) { return u ~ /^(ns|us|ms|s|usecs\/op|%|kicks)$/ }
+	function fmt(x) { return (x >= 1e6) ? sprintf("%.3gM", x / 1e6) : (x >= 1e4) ? sprintf("%.3gk", x / 1e3) : sprintf("%.4g", x) }
+	function mm(k) { return fmt(med[k]) (n[k] > 1 ? " (" fmt(lo[k]) "-" fmt(hi[k]) ")" : "") }
+	NR > 1 && $1 == "preload" {
+		b = $2; cpu = sub(/_cpu$/, "", b)
+		k = b SUBSEP $5 SUBSEP $3
+		if (cpu) { c[k] = $8; next }
+		if (!((b SUBSEP $5) in seen)) { seen[b SUBSEP $5] = 1; order[++no] = b SUBSEP $5 }
+		med[k] = $8; lo[k] = $9; hi[k] = $10; n[k] = $7; unit[b SUBSEP $5] = $6
+		if ($3 != "preload" && !((b SUBSEP $5 SUBSEP $3) in isb)) { isb[b SUBSEP $5 SUBSEP $3] = 1; bases[b SUBSEP $5] = bases[b SUBSEP $5] " " $3 }
+	}
+	END {
+		if (no == 0) { print "(no results)"; exit }
+		print "| benchmark | param | unit | baseline | baseline median (min-max) | preload median (min-max) | preload vs baseline | CPU s baseline / preload | runs |"
+		print "|---|---|---|---|---:|---:|---:|---:|---:|"
+		for (i = 1; i <= no; i++) {
+			split(order[i], bp, SUBSEP)
+			p = order[i] SUBSEP "preload"
+			nb = split(bases[order[i]], bs, " ")
+			for (j = 1; j <= nb; j++) {
+				g = order[i] SUBSEP bs[j]
+				ratio = "-"
+				if ((p in med) && med[g] > 0 && med[p] > 0)
+					ratio = sprintf("%.2fx", lower(unit[order[i]]) ? med[g] / med[p] : med[p] / med[g])
+				cs = ((g in c) || (p in c)) ? ((g in c) ? sprintf("%.2f", c[g]) : "-") " / " ((p in c) ? sprintf("%.2f", c[p]) : "-") : "-"
+				printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", bp[1], bp[2], unit[order[i]], bs[j],
+					mm(g), (p in med) ? mm(p) : "-", ratio, cs, n[g] "/" ((p in n) ? n[p] : 0)
+			}
+		}
+	}' "$RES"
+}
+
 has_suite() { awk -F'\t' -v s="$1" 'NR > 1 && $1 == s { f = 1; exit } END { exit !f }' "$RES"; }
 
 section() {   # TITLE SUITE BASE [REGEX] [TEXT]
@@ -667,8 +759,9 @@ report() {
 		echo "# weft benchmark report"
 		echo
 		echo "$(sed -n 's/^date=//p' "$OUT/machine.txt"), $(sed -n 's/^mode=//p' "$OUT/machine.txt"), $REPS run(s) per configuration, alternated; took $(sed -n 's/^duration=//p' "$OUT/machine.txt")."
-		echo "Each program's own baseline runs in the same sitting. Ratios: > 1 means weft (or the switch) is better, whichever way the unit goes; min-max over the runs (compare two reports with \`examples/compare.sh A B\`)."
+		echo "Each program's own baseline runs in the same sitting. Ratios: > 1 means weft (or the switch) is better, whichever way the unit goes; min-max over the runs (compare two reports with \`examples/compare.sh A B\`, which calls a difference noise when the two min-max ranges overlap)."
 		echo
+		[ "$REPS" = 1 ] && { echo "**One run per configuration: no min-max ranges, so examples/compare.sh can give no noise verdict on this report (every row \"1 run\"). For reports to compare, run \`make bench BENCH_REPS=3\` (or more; it also applies with BENCH_QUICK=1).**"; echo; }
 		awk -F= '$1 == "cpus_online" { c = $2 } $1 ~ /^loadavg_/ { split($2, l, " "); if (l[1] > m) m = l[1] }
 			END { if (c > 0 && m > c) printf "**The machine was busy: load average up to %s on %s CPUs during the run. The figures are noisy; rerun on an idle machine before comparing.**\n\n", m, c }' "$OUT/machine.txt"
 		echo "## Machine"
@@ -710,6 +803,8 @@ report() {
 		echo
 		section "Runtime micro benchmarks (weft-micro)" weft-micro pthread
 		section "Sync micro benchmarks (sync-micro)" sync-micro pthread
+		section "Kick round trip (kick-pingpong)" kick-pingpong variant . \
+			"examples/kick-pingpong ROUNDS: a token passed between two light threads pinned to workers 0 and 1 (weft_park/weft_unpark), microseconds per round trip (two wakes) and kicks per round trip. Variants: as it is (idle workers spin and catch the wake), NO_IDLE_SPIN (every hand-off wakes a sleeping worker: the io_uring kick), NO_IDLE_SPIN,NO_URING (the futex kick). Ratios against the first variant."
 		plot_links cdf-
 		section "Locks (test-mutex ceiling and many waiters)" locks first . \
 			"variant ceiling: --work-ns=0 V 1, the critical section alone. Ratios against the first row of each benchmark: the ceiling for test-mutex-V, 128 tasks for test-mutex-M-short (--hold-ns=50 --work-ns=200 M)."
@@ -734,7 +829,14 @@ report() {
 		section "Echo (echo-server + echo-client)" echo epoll . "Baseline: the epoll event-loop server."
 		section "HTTP (examples/run-http.sh, wrk)" http nginx . "Baseline: nginx, 2 workers."
 		plot_links echo http
-		section "Preload (examples/run-preload.sh)" preload pthread
+		if has_suite preload; then
+			echo "### Preload (examples/run-preload.sh)"
+			echo
+			echo "Unmodified programs under glibc and under \`LD_PRELOAD=libweft-preload.so\`, the runs alternating (docs/preload.md). Baselines: glibc's default mutex (\`glibc\`) and, for test-mutex, glibc's adaptive one (\`glibc-adaptive\`). Ratio > 1: the preload is better (for a latency in ms, lower). CPU s: median CPU seconds of a run (the program's, or the server's). $([ -n "$QUICK" ] && echo "Quick mode: test-mutex and sysbench only, short runs (run-preload.sh's BENCH_QUICK).")"
+			echo
+			preload_table
+			echo
+		fi
 		echo "## Skipped"
 		echo
 		if [ "$(wc -l < "$SKIPPED")" -gt 1 ]; then

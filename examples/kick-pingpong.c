@@ -10,6 +10,13 @@
  * worker. Prints microseconds per round trip (two kicks) and the counters.
  * Used to choose the kick of runtime/uring.c (eventfd vs MSG_RING, see
  * "Kick" there); compare WEFT_FEATURES=NO_IDLE_SPIN,NO_URING for the futex.
+ * Then two machine-readable lines (examples/bench.h's format, collected by
+ * make bench, which runs it as it is, with NO_IDLE_SPIN and with
+ * NO_IDLE_SPIN,NO_URING):
+ *   bench=kick-pingpong impl=weft param=rounds=N value=US unit=us
+ *   bench=kick-pingpong_kicks impl=weft param=rounds=N value=K unit=kicks
+ * (K: kicks per round trip; 2 when every hand-off found the other worker
+ * asleep).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -54,6 +61,10 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		rounds = atol(argv[1]);
+	if (rounds <= 0) {
+		fprintf(stderr, "usage: kick-pingpong [rounds > 0]\n");
+		return 2;
+	}
 	cfg.workers = 2;
 	if (weft_init(&cfg))
 		return 1;
@@ -72,6 +83,10 @@ int main(int argc, char **argv)
 	printf("%.2f us per round trip; kicks %llu, worker parks %llu; io: %s\n",
 	       (double)t0 / 1e3 / (double)rounds, (unsigned long long)s.kicks,
 	       (unsigned long long)s.parks, io);
+	printf("bench=kick-pingpong impl=weft param=rounds=%ld value=%.4f unit=us\n", rounds,
+	       (double)t0 / 1e3 / (double)rounds);
+	printf("bench=kick-pingpong_kicks impl=weft param=rounds=%ld value=%.4f unit=kicks\n", rounds,
+	       (double)s.kicks / (double)rounds);
 	weft_shutdown();
 	return 0;
 }
