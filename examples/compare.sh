@@ -11,11 +11,17 @@
 #                    ranges do not overlap
 #   noise            the ranges overlap: the difference is within what the
 #                    runs of one sitting already spread over
-#   1 run            a side has a single run (BENCH_QUICK): no range to judge
+#   1 run            a side has a single run: no range to judge. make bench
+#                    runs each configuration BENCH_REPS times (default 3;
+#                    1 with BENCH_QUICK=1); for a noise verdict, make both
+#                    reports with BENCH_REPS=2 or more, e.g.
+#                    `make bench BENCH_QUICK=1 BENCH_REPS=3`
 # "better" follows the unit: higher is better for rates (ops/s, req/s,
 # burns/s ...), lower for times (ns, us, ms, usecs/op, %) and kicks.
 # Then the metrics found on one side only, and a summary line:
 #   compare: N metrics, N better, N worse, N noise, N single-run
+# followed, when some metric has a single run on a side, by a line that
+# says how to get a noise verdict for it.
 # Environment: COMPARE_ALL=0 prints only the better and worse rows.
 # Exits 0, or 2 on bad arguments.
 set -u
@@ -59,4 +65,6 @@ END {
 		}
 	}
 	printf "\ncompare: %d metrics, %d better, %d worse, %d noise, %d single-run\n", total, better, worse, noise, single
+	if (single)
+		printf "note: %d metric%s had a single run on a side, so no noise verdict: make both reports with BENCH_REPS=2 or more (make bench runs 3 by default, 1 with BENCH_QUICK=1; e.g. make bench BENCH_QUICK=1 BENCH_REPS=3)\n", single, single == 1 ? "" : "s"
 }' "$1/results.tsv" "$2/results.tsv"
