@@ -208,12 +208,13 @@ static __attribute__((noinline)) void answer_split_req(struct wft_worker *w)
 	 * publish within a tick), or it dozes or sleeps deep, which the
 	 * strand check covers (it relies on the looker or gets a deep or
 	 * dozing worker going; DOZE_NS in the races idle.c "Idle tick"
-	 * leaves to the dozers). A kick here woke it at once, which a chain of stages paid
-	 * for in splits (worker.c offer_displaced; docs/wake-path.md
-	 * "Displaced wakees"). Only if something was published: with only
-	 * pinned threads queued, getting a sleeper going made it wake, find
-	 * nothing, ask again and sleep, ~40k times a second (the yield
-	 * benchmark's pinned pair; test sched/pinned_no_kicks). */
+	 * leaves to the dozers). A kick here woke it at once, which a chain
+	 * of stages paid for in splits (offer_displaced below;
+	 * docs/wake-path.md "Displaced wakees"). Only if something was
+	 * published: with only pinned threads queued, getting a sleeper
+	 * going made it wake, find nothing, ask again and sleep, ~40k times
+	 * a second (the yield benchmark's pinned pair; test
+	 * sched/pinned_no_kicks). */
 	if (wft_runq_publish_owner(w) ||
 	    /* relaxed: our own ring's bounds (a thief only makes it emptier);
 	     * work already public (the ring was full, or only pinned threads
