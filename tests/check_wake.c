@@ -504,13 +504,20 @@ END_TEST
 #define DISPATCHES 4000
 
 static weft_sem_t srv_sem[NSERVERS], reply_sem;
-static _Atomic int srv_stop;
+static _Atomic int srv_stop, srv_started;
 static int nservers = NSERVERS;   /* servers the dispatcher uses (<= NSERVERS) */
+/* >= 0: the servers are spawned by a thread pinned to this worker, so
+ * that they start there (unpinned) and the dispatcher's first wake of
+ * each finds its last worker parked: the placement rules are asked
+ * whether or not an idle worker ever steals a server */
+static int srv_home = -1;
+static weft_thread_t srv_t[NSERVERS];
 
 static void *server(void *arg)
 {
 	weft_sem_t *s = arg;
 
+	atomic_fetch_add(&srv_started, 1);
 	for (;;) {
 		WT_CHECK(weft_sem_wait(s) == 0);
 		if (atomic_load(&srv_stop))
@@ -521,32 +528,71 @@ static void *server(void *arg)
 	}
 }
 
-static void *dispatcher(void *arg)
+static void *spawn_servers(void *arg)
 {
-	weft_thread_t t[NSERVERS];
-
 	(void)arg;
 	for (int i = 0; i < nservers; i++)
-		WT_CHECK(weft_spawn(&t[i], server, &srv_sem[i], NULL) == 0);
-	for (int d = 0; d < DISPATCHES / WT_SCALE_DIV; d++) {
-		/* 4 in flight at a time, round-robin over the servers */
-		WT_CHECK(weft_sem_post(&srv_sem[d % nservers]) == 0);
-		if (d >= 3)
-			WT_CHECK(weft_sem_wait(&reply_sem) == 0);
-		/* now and then a pause long enough for the other workers to
-		 * run dry and park, so the next wakes find the servers' last
-		 * worker parked and the wide rule is asked (host timing alone
-		 * may keep it busy for a whole run) */
-		if (d % 64 == 63)
-			WT_CHECK(weft_sleep_ns(2000000) == 0);
+		WT_CHECK(weft_spawn(&srv_t[i], server, &srv_sem[i], NULL) == 0);
+	return NULL;
+}
+
+/* Start the servers: here, or (srv_home >= 0) on worker srv_home, then
+ * wait until they all wait and that worker has run dry and parked. */
+static void servers_start(void)
+{
+	weft_attr_t a;
+	weft_thread_t sp;
+
+	atomic_store(&srv_stop, 0);
+	atomic_store(&srv_started, 0);
+	if (srv_home < 0) {
+		spawn_servers(NULL);
+		return;
 	}
-	for (int d = 0; d < 3; d++)
+	weft_attr_init(&a);
+	a.worker = srv_home;
+	WT_CHECK(weft_spawn(&sp, spawn_servers, NULL, &a) == 0);
+	WT_CHECK(weft_join(sp, NULL) == 0);
+	while (atomic_load(&srv_started) < nservers)
+		WT_CHECK(weft_sleep_ns(1000000) == 0);
+	WT_CHECK(weft_sleep_ns(5000000) == 0);
+}
+
+/* Collect the replies in flight (in_flight), then stop and join the
+ * servers. */
+static void servers_stop(int in_flight)
+{
+	for (int d = 0; d < in_flight; d++)
 		WT_CHECK(weft_sem_wait(&reply_sem) == 0);
 	atomic_store(&srv_stop, 1);
 	for (int i = 0; i < nservers; i++) {
 		WT_CHECK(weft_sem_post(&srv_sem[i]) == 0);
-		WT_CHECK(weft_join(t[i], NULL) == 0);
+		WT_CHECK(weft_join(srv_t[i], NULL) == 0);
 	}
+}
+
+static void *dispatcher(void *arg)
+{
+	int in_flight = 0;
+
+	(void)arg;
+	servers_start();
+	for (int d = 0; d < DISPATCHES / WT_SCALE_DIV; d++) {
+		/* 4 in flight at a time, round-robin over the servers */
+		WT_CHECK(weft_sem_post(&srv_sem[d % nservers]) == 0);
+		if (++in_flight == 4) {
+			WT_CHECK(weft_sem_wait(&reply_sem) == 0);
+			in_flight--;
+		}
+		if (d % 64 != 63)
+			continue;
+		/* now and then a pause long enough for the other workers to
+		 * run dry and park, so the next wakes find the servers' last
+		 * worker parked and the wide rule is asked (host timing alone
+		 * may keep it busy for a whole run) */
+		WT_CHECK(weft_sleep_ns(2000000) == 0);
+	}
+	servers_stop(in_flight);
 	return NULL;
 }
 
@@ -608,9 +654,10 @@ END_TEST
  * that do not flip either. That includes a dispatcher over exactly two
  * servers, this test's thread: history alone cannot tell it from a
  * pipeline stage (docs/wake-path.md "Wide wakers" has both measured).
- * The rule is asked only when a server's last worker is parked (host
- * timing): runs until one pulled a wake (at most 3), and none may count
- * a wide wake. Fails with a flip per change of wakee (hundreds counted
+ * The rule is asked only when a server's last worker is parked: the
+ * servers start on worker 1 (srv_home), which parks before the first
+ * dispatch, and later ones depend on steals (host timing); runs until
+ * one pulled a wake (at most 3), and none may count a wide wake. Fails with a flip per change of wakee (hundreds counted
  * wide in each of 3 runs), and if no wake was ever pulled (the rule was
  * never asked, so nothing was tested). */
 START_TEST(two_wakees_not_wide)
@@ -620,11 +667,15 @@ START_TEST(two_wakees_not_wide)
 	if (!needs("two_wakees_not_wide", "STEAL,WAKE_WIDE,WAKE_AFFINE"))
 		return;
 	nservers = 2;
+	srv_home = 1;
 	for (int i = 0; i < 3 && affine == 0; i++) {
 		wide += wide_run_n(2, "NO_DRAIN", &a);
 		affine += a;
 	}
+	srv_home = -1;
 	nservers = NSERVERS;
+	printf("two wakees: %llu wakes pulled, %llu counted wide\n", (unsigned long long)affine,
+	       (unsigned long long)wide);
 	ck_assert_msg(wide == 0, "a waker alternating between 2 wakees: %llu wakes counted wide",
 		      (unsigned long long)wide);
 	ck_assert_msg(affine > 0, "no wake was pulled in 3 runs: the rule was never asked");
