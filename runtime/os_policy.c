@@ -21,9 +21,10 @@
  *
  * The price, where it applies: a woken worker also waits behind other
  * programs' threads, and a worker's park timeout (a timer due, the idle
- * tick) may run up to a scheduler tick late while its CPU is busy (1 ms
- * sleeps ended 3 ms late next to two CPU hogs). That is why WORKER_BATCH
- * is off by default: it is for oversubscribed runs that own their CPUs.
+ * tick) may run up to a scheduler tick late while its CPU is busy, or
+ * later next to other programs' CPU hogs (docs/tuning.md has the
+ * measurement). That is why WORKER_BATCH is off by default: it is for
+ * oversubscribed runs that own their CPUs.
  * With no more workers than CPUs a kicked worker usually finds its CPU
  * free, and a busy CPU is another program's: there that wait would be
  * latency the user did not ask for, so the policy stays as inherited
